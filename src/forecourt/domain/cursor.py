@@ -1,0 +1,61 @@
+"""Opaque, tamper-evident pagination cursors.
+
+A cursor carries only an offset, a fingerprint of the query it belongs to and an expiry, signed with
+HMAC-SHA256. It holds no filter values (so no PII), cannot be edited without detection, and cannot be
+replayed against a different query or dealership.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import time
+from typing import Any
+
+from forecourt.errors import InvalidCursor
+
+_TTL_S = 24 * 3600
+
+
+def query_fingerprint(scope: str, params: dict[str, Any]) -> str:
+    """A short digest of a query's scope and parameters, with paging keys removed."""
+    clean = {k: v for k, v in params.items() if k not in ("cursor", "limit", "offset")}
+    raw = json.dumps([scope, clean], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+class CursorCodec:
+    """Encodes and verifies cursors with one secret (shared by every replica)."""
+
+    def __init__(self, secret: bytes, ttl_s: int = _TTL_S) -> None:
+        self._secret = secret
+        self._ttl_s = ttl_s
+
+    def encode(self, offset: int, fingerprint: str, *, now: float | None = None) -> str:
+        """A cursor for ``offset`` in the query identified by ``fingerprint``."""
+        exp = int((now if now is not None else time.time()) + self._ttl_s)
+        body = json.dumps({"o": offset, "f": fingerprint, "e": exp}, separators=(",", ":")).encode()
+        sig = hmac.new(self._secret, body, hashlib.sha256).digest()[:16]
+        return base64.urlsafe_b64encode(body + sig).decode().rstrip("=")
+
+    def decode(self, cursor: str, fingerprint: str, *, now: float | None = None) -> int:
+        """The offset a cursor points to; :class:`InvalidCursor` if forged, expired or for another query."""
+        try:
+            raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        except (ValueError, TypeError) as exc:
+            raise InvalidCursor() from exc
+        body, sig = raw[:-16], raw[-16:]
+        expected = hmac.new(self._secret, body, hashlib.sha256).digest()[:16]
+        if len(raw) <= 16 or not hmac.compare_digest(sig, expected):
+            raise InvalidCursor()
+        data = json.loads(body)
+        if data.get("f") != fingerprint:
+            raise InvalidCursor("The cursor belongs to a different query.")
+        if int(data.get("e", 0)) < (now if now is not None else time.time()):
+            raise InvalidCursor("The cursor has expired.")
+        offset = data.get("o")
+        if not isinstance(offset, int) or offset < 0:
+            raise InvalidCursor()
+        return offset

@@ -1,0 +1,197 @@
+"""Vehicles in a dealership's inventory, and the search request over them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from forecourt.domain.measure import Measure
+from forecourt.domain.money import Money
+from forecourt.domain.timeutil import AwareDatetime
+from forecourt.domain.vin import VinError, normalize_vin
+
+
+class Condition(StrEnum):
+    """Sale condition of an inventory unit (AAP vocabulary)."""
+
+    NEW = "new"
+    USED = "used"
+    CPO = "cpo"
+
+
+class TradeCondition(StrEnum):
+    """Condition of a trade-in (AAP vocabulary)."""
+
+    EXCELLENT = "excellent"
+    GOOD = "good"
+    FAIR = "fair"
+    POOR = "poor"
+
+
+class VehicleStatus(StrEnum):
+    """Availability of an inventory unit. Only ``available`` and ``in_transit`` units are offered to buyers."""
+
+    AVAILABLE = "available"
+    IN_TRANSIT = "in_transit"
+    PENDING = "pending"
+    SOLD = "sold"
+    REMOVED = "removed"
+    UNKNOWN = "unknown"
+
+    @property
+    def offerable(self) -> bool:
+        """Whether a buyer agent may be told this unit can be bought."""
+        return self in (VehicleStatus.AVAILABLE, VehicleStatus.IN_TRANSIT)
+
+    @property
+    def label(self) -> str:
+        """Free-text status as AAP's ``status`` field shows it."""
+        return {
+            "available": "In Stock",
+            "in_transit": "In Transit",
+            "pending": "Pending",
+            "sold": "Sold",
+            "removed": "No Longer Available",
+            "unknown": "Unknown",
+        }[self.value]
+
+
+class Vehicle(BaseModel):
+    """One unit in a dealership's inventory."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    dealership_id: str
+    vin: str
+    stock: str
+    year: int = Field(ge=1900, le=2100)
+    make: str
+    model: str
+    trim: str = ""
+    condition: Condition
+    body: str = ""
+    transmission: str = ""
+    driveline: str = ""
+    fuel: str = ""
+    engine: str = ""
+    exterior_color: str = ""
+    interior_color: str = ""
+    msrp: Money | None = None
+    list_price: Money | None = None
+    price: Money
+    mileage: Measure = Measure(value=0)
+    status: VehicleStatus = VehicleStatus.AVAILABLE
+    photos: tuple[str, ...] = ()
+    vdp_url: str | None = None
+    description: str = ""
+    last_verified_at: AwareDatetime
+    created_at: AwareDatetime | None = None
+    updated_at: AwareDatetime | None = None
+    sold_at: AwareDatetime | None = None
+
+    @field_validator("vin")
+    @classmethod
+    def _valid_vin(cls, value: str) -> str:
+        try:
+            return normalize_vin(value)
+        except VinError as exc:
+            raise ValueError(str(exc)) from exc
+
+
+class SortField(StrEnum):
+    """Fields inventory results can be ordered by."""
+
+    PRICE = "price"
+    LIST_PRICE = "list_price"
+    MSRP = "msrp"
+    MILEAGE = "mileage"
+    YEAR = "year"
+    MAKE = "make"
+    MODEL = "model"
+    STOCK = "stock"
+    LAST_VERIFIED_AT = "last_verified_at"
+
+
+class InventoryFilters(BaseModel):
+    """The AAP ``inventory.search`` filter block, with prices in minor units."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    make: tuple[str, ...] = ()
+    model: tuple[str, ...] = ()
+    trim: tuple[str, ...] = ()
+    condition: tuple[Condition, ...] = ()
+    transmission: tuple[str, ...] = ()
+    fuel: tuple[str, ...] = ()
+    driveline: tuple[str, ...] = ()
+    body: tuple[str, ...] = ()
+    exterior_color: tuple[str, ...] = ()
+    interior_color: tuple[str, ...] = ()
+    status: tuple[VehicleStatus, ...] = ()
+    year_min: int | None = None
+    year_max: int | None = None
+    price_min_minor: int | None = Field(default=None, ge=0)
+    price_max_minor: int | None = Field(default=None, ge=0)
+    mileage_min: int | None = Field(default=None, ge=0)
+    mileage_max: int | None = Field(default=None, ge=0)
+    vin: str | None = None
+    stock: str | None = None
+    query: str | None = Field(default=None, max_length=200)
+    include_unavailable: bool = False
+
+
+class InventoryQuery(BaseModel):
+    """A dealership-scoped inventory search."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dealership_id: str
+    filters: InventoryFilters = InventoryFilters()
+    sort: SortField | None = None
+    descending: bool = False
+    offset: int = Field(default=0, ge=0)
+    limit: int = Field(default=20, ge=1, le=1000)
+
+
+class FacetCount(BaseModel):
+    """One value of a term facet and how many units carry it."""
+
+    value: str
+    count: int
+
+
+class RangeFacet(BaseModel):
+    """Min and max of a numeric field across the matching set."""
+
+    min: int | None
+    max: int | None
+
+
+class Facets(BaseModel):
+    """Term counts and numeric ranges across a matching set."""
+
+    total: int
+    terms: dict[str, list[FacetCount]]
+    ranges: dict[str, RangeFacet]
+
+
+class SearchPage(BaseModel):
+    """A page of search results with the size of the whole matching set."""
+
+    items: list[Vehicle]
+    total: int
+    offset: int
+    limit: int
+
+    @property
+    def has_more(self) -> bool:
+        """Whether another page follows this one."""
+        return self.offset + len(self.items) < self.total
+
+
+def vehicle_age_years(vehicle: Vehicle, now: datetime) -> int:
+    """Model-year age of a vehicle at ``now`` (never negative)."""
+    return max(now.year - vehicle.year, 0)
