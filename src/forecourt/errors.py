@@ -23,6 +23,8 @@ class ForecourtError(Exception):
     def __init__(self, message: str | None = None, *, details: dict[str, Any] | None = None) -> None:
         self.message = message or self.default_message
         self.details: dict[str, Any] = dict(details or {})
+        self.trace_id: str | None = None
+        self.headers: dict[str, str] = {}
         super().__init__(self.message)
 
     def to_dict(self) -> dict[str, Any]:
@@ -189,6 +191,14 @@ class IdempotencyConflict(ForecourtError):
     http_status = 409
     jsonrpc_code = -32000
     default_message = "The idempotency key was already used with a different request."
+
+
+class IdempotencyInProgress(ForecourtError):
+    code = "idempotency_in_progress"
+    http_status = 409
+    jsonrpc_code = -32000
+    retryable = True
+    default_message = "A request with this idempotency key is still being processed."
 
 
 class Unauthorized(ForecourtError):

@@ -37,10 +37,15 @@ class Settings(BaseSettings):
     default_page_size: int = 20
     max_page_size: int = 100
     rate_limit_fail_mode: FailMode = "open"
+    rate_company_per_minute: int = 60_000
+    rate_member_per_minute: int = 6_000
+    rate_action_per_minute: int = 3_000
+    rate_anonymous_per_minute: int = 600
     cache_enabled: bool = True
     audit_batch_size: int = 200
     audit_flush_interval_s: float = 0.5
     otlp_endpoint: str | None = None
+    drain_timeout_s: float = 10.0
     allow_private_targets: bool = False
     trusted_proxies: list[str] = Field(default_factory=list)
 

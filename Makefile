@@ -1,0 +1,44 @@
+# Forecourt — two commands: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DB_FILE := var/forecourt.db
+export FORECOURT_DATABASE_URL ?= sqlite+aiosqlite:///$(CURDIR)/$(DB_FILE)
+
+.PHONY: run test install lint types pytest demo migrate clean bench
+
+$(BIN)/forecourt: pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@touch $(BIN)/forecourt
+
+install: $(BIN)/forecourt
+
+migrate: install
+	@mkdir -p var
+	$(BIN)/forecourt db upgrade
+
+demo: migrate
+	$(BIN)/forecourt demo
+
+run: demo
+	$(BIN)/forecourt serve --host 127.0.0.1 --port 8000
+
+lint: install
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+types: install
+	$(BIN)/mypy src
+
+pytest: install
+	$(BIN)/pytest -q
+
+test: lint types pytest
+
+bench: install
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) var .mypy_cache .ruff_cache .pytest_cache

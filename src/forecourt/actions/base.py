@@ -1,0 +1,136 @@
+"""The action catalogue: every operation Forecourt offers, described once.
+
+MCP ``tools/list``, the AAP skills, the contract manifest and the REST endpoints are generated from
+these descriptions; the gateway uses them to validate, authorize, rate-limit, cache and route.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from forecourt.gateway.base import IssuedCredential, Principal
+    from forecourt.settings import Settings
+    from forecourt.store.base import Store
+
+ActionType = Literal["tool.run", "model.invoke", "db.query", "workflow.run"]
+
+
+class Invoker(Protocol):
+    """Calls another action through the gateway as the same caller (workflows, composite actions)."""
+
+    async def __call__(self, action: str, payload: Mapping[str, Any]) -> Any: ...
+
+
+@dataclass
+class ExecutionContext:
+    """What an adapter gets besides the payload: who, where, and the short-lived credential it may use."""
+
+    action: Action
+    principal: Principal
+    dealership_id: str | None
+    company_id: str | None
+    store: Store
+    settings: Settings
+    now: datetime
+    trace_id: str
+    credential: IssuedCredential | None = None
+    adapter_config: Mapping[str, Any] = field(default_factory=dict)
+    invoke: Invoker | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass
+class AdapterResult:
+    """An adapter's answer: the output, its seed-001 result type and metadata (tokens, model, total...)."""
+
+    output: Any
+    result_type: str = "tool.result"
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class Adapter(Protocol):
+    """Runs actions of one kind (seed 001 §5: ``execute(payload, config) -> result``)."""
+
+    id: str
+
+    async def execute(self, payload: Mapping[str, Any], context: ExecutionContext) -> AdapterResult: ...
+
+
+Handler = Callable[[Mapping[str, Any], ExecutionContext], Awaitable[AdapterResult]]
+
+
+@dataclass(frozen=True)
+class Action:
+    """One operation in the catalogue."""
+
+    name: str
+    type: ActionType
+    title: str
+    description: str
+    input_schema: Mapping[str, Any]
+    output_schema: Mapping[str, Any] | None
+    adapter: str
+    scope: str
+    side_effect: bool = False
+    destructive: bool = False
+    idempotent: bool = True
+    cacheable: bool = False
+    cache_ttl_s: float = 60.0
+    pii: bool = True
+    timeout_s: float = 10.0
+    dealer_scoped: bool = True
+    anonymous_allowed: bool = False
+    version: str = "v1"
+    domain: str = ""
+    result_type: str = "tool.result"
+    tags: tuple[str, ...] = ()
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the action never changes anything."""
+        return not self.side_effect
+
+
+class Catalogue:
+    """Actions by name, plus the adapters that run them."""
+
+    def __init__(self) -> None:
+        self._actions: dict[str, Action] = {}
+        self._adapters: dict[str, Adapter] = {}
+
+    def add(self, action: Action) -> None:
+        """Register an action; names are unique."""
+        if action.name in self._actions:
+            raise ValueError(f"duplicate action {action.name}")
+        self._actions[action.name] = action
+
+    def add_adapter(self, adapter: Adapter) -> None:
+        """Register (or replace) the adapter with ``adapter.id``."""
+        self._adapters[adapter.id] = adapter
+
+    def get(self, name: str) -> Action | None:
+        """The action called ``name``, if any."""
+        return self._actions.get(name)
+
+    def adapter_for(self, action: Action) -> Adapter | None:
+        """The adapter that runs ``action``."""
+        return self._adapters.get(action.adapter)
+
+    def remove_where(self, predicate: Callable[[Action], bool]) -> None:
+        """Drop actions matching ``predicate`` (used when upstream tool lists change)."""
+        for name in [n for n, a in self._actions.items() if predicate(a)]:
+            del self._actions[name]
+
+    def __iter__(self) -> Iterator[Action]:
+        return iter(sorted(self._actions.values(), key=lambda a: a.name))
+
+    def all(self) -> list[Action]:
+        """Every action, sorted by name."""
+        return sorted(self._actions.values(), key=lambda a: a.name)
+
+    def __len__(self) -> int:
+        return len(self._actions)

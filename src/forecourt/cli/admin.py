@@ -1,0 +1,134 @@
+"""``forecourt keys`` and ``forecourt admin``: the admin actions, run by the operator through the gateway."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from forecourt.cli.common import ConfigOption, console, load_settings, run, services_for
+from forecourt.gateway.base import Invocation, Principal
+
+keys_app = typer.Typer(help="API keys (shown once at creation).", no_args_is_help=True)
+admin_app = typer.Typer(help="Companies, dealerships, members, policies and adapter settings.", no_args_is_help=True)
+
+
+def _operator(company_id: str) -> Principal:
+    return Principal(method="internal", company_id=company_id, member_id=None, subject="operator")
+
+
+async def invoke_admin(settings: Any, action: str, payload: dict[str, Any]) -> Any:
+    """Run one admin action as the operator (audited like any other call)."""
+    async with services_for(settings) as services:
+        outcome = await services.gateway.invoke(
+            Invocation(action=action, payload=payload, surface="cli", principal=_operator(payload["company_id"]))
+        )
+        return outcome.output
+
+
+def _print(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, sort_keys=True))
+
+
+def _load_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        console.print(f"[red]error[/red] cannot read {path}: {exc.__class__.__name__}")
+        raise typer.Exit(2) from None
+    if not isinstance(data, dict):
+        console.print("[red]error[/red] the file must hold a JSON object")
+        raise typer.Exit(2)
+    return data
+
+
+@keys_app.command("create")
+def keys_create(
+    company: str = typer.Option(..., "--company", help="Company id."),
+    member: str = typer.Option(..., "--member", help="Member id."),
+    name: str = typer.Option("", help="A label for listings."),
+    scope: list[str] | None = typer.Option(None, "--scope", help="Narrow the key to these scopes."),
+    dealership: list[str] | None = typer.Option(None, "--dealership", help="Narrow the key to these dealerships."),
+    expires_at: str | None = typer.Option(None, help="RFC 3339 expiry."),
+    as_json: bool = typer.Option(False, "--json", help='Print {"key": ...} as JSON.'),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Create an API key for a member; the key is printed once and never stored."""
+    settings = load_settings(config)
+    payload: dict[str, Any] = {"company_id": company, "member_id": member, "name": name}
+    if scope:
+        payload["scopes"] = scope
+    if dealership:
+        payload["dealership_ids"] = dealership
+    if expires_at:
+        payload["expires_at"] = expires_at
+    out = run(lambda: invoke_admin(settings, "admin.keys.create", payload))
+    if as_json:
+        typer.echo(json.dumps({"key": out["key"], "prefix": out["prefix"]}))
+    else:
+        typer.echo(out["key"])
+        console.print(f"prefix {out['prefix']} — store the key now; it cannot be shown again.")
+
+
+@keys_app.command("list")
+def keys_list(company: str = typer.Option(..., "--company"), config: Path | None = ConfigOption) -> None:
+    """List a company's keys (prefixes, members, scopes; never secrets)."""
+    settings = load_settings(config)
+    _print(run(lambda: invoke_admin(settings, "admin.keys.list", {"company_id": company})))
+
+
+@keys_app.command("revoke")
+def keys_revoke(prefix: str, company: str = typer.Option(..., "--company"), config: Path | None = ConfigOption) -> None:
+    """Revoke a key by its prefix (effective at once on every replica)."""
+    settings = load_settings(config)
+    _print(run(lambda: invoke_admin(settings, "admin.keys.revoke", {"company_id": company, "prefix": prefix})))
+
+
+def _list_command(action: str, help_text: str) -> Any:
+    def command(company: str = typer.Option(..., "--company"), config: Path | None = ConfigOption) -> None:
+        settings = load_settings(config)
+        _print(run(lambda: invoke_admin(settings, action, {"company_id": company})))
+
+    command.__doc__ = help_text
+    return command
+
+
+def _upsert_command(action: str, body_key: str, help_text: str) -> Any:
+    def command(
+        file: Path = typer.Argument(..., help="JSON file with the record."),
+        company: str = typer.Option(..., "--company"),
+        config: Path | None = ConfigOption,
+    ) -> None:
+        settings = load_settings(config)
+        payload = {"company_id": company, body_key: _load_json(file)}
+        _print(run(lambda: invoke_admin(settings, action, payload)))
+
+    command.__doc__ = help_text
+    return command
+
+
+admin_app.command("company")(_list_command("admin.companies.get", "Show the company."))
+admin_app.command("dealerships")(_list_command("admin.dealerships.list", "List dealerships."))
+admin_app.command("members")(_list_command("admin.members.list", "List members."))
+admin_app.command("policies")(_list_command("admin.policies.list", "List policies."))
+admin_app.command("adapters")(_list_command("admin.adapters.list", "List adapter overrides."))
+admin_app.command("set-dealership")(
+    _upsert_command("admin.dealerships.upsert", "dealership", "Create/update a dealership.")
+)
+admin_app.command("set-member")(_upsert_command("admin.members.upsert", "member", "Create/update a member."))
+admin_app.command("set-policy")(_upsert_command("admin.policies.upsert", "policy", "Create/update a policy."))
+
+
+@admin_app.command("set-adapter")
+def set_adapter(
+    adapter_id: str,
+    file: Path = typer.Argument(..., help="JSON file with the override."),
+    company: str = typer.Option(..., "--company"),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Set the company's override of an adapter (settings/adapters/{adapterId})."""
+    settings = load_settings(config)
+    payload = {"company_id": company, "adapter_id": adapter_id, "config": _load_json(file)}
+    _print(run(lambda: invoke_admin(settings, "admin.adapters.upsert", payload)))

@@ -1,0 +1,63 @@
+"""``forecourt``: a thin CLI; each command builds settings, calls bootstrap, and delegates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from forecourt.cli import admin, data
+from forecourt.cli.common import ConfigOption, load_settings
+
+app = typer.Typer(name="forecourt", help="Car dealerships on the agent web.", no_args_is_help=True)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(data.inventory_app, name="inventory")
+app.add_typer(data.audit_app, name="audit")
+app.add_typer(admin.keys_app, name="keys")
+app.add_typer(admin.admin_app, name="admin")
+
+
+@app.command()
+def serve(
+    config: Path | None = ConfigOption,
+    host: str | None = typer.Option(None, help="Bind address (default from settings)."),
+    port: int | None = typer.Option(None, help="Port (default from settings)."),
+    workers: int = typer.Option(1, help="Worker processes."),
+    ssl_certfile: Path | None = typer.Option(None, help="TLS certificate (PEM)."),
+    ssl_keyfile: Path | None = typer.Option(None, help="TLS private key (PEM)."),
+    ssl_ca_certs: Path | None = typer.Option(None, help="CA bundle: when given, clients must present a certificate."),
+) -> None:
+    """Serve the HTTP front doors (REST envelope, MCP, A2A/AAP, admin, health)."""
+    from forecourt.cli.serve import serve_http
+
+    settings = load_settings(config, host=host, port=port)
+    serve_http(
+        settings, config, workers=workers, ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, ssl_ca_certs=ssl_ca_certs
+    )
+
+
+@db_app.command("upgrade")
+def db_upgrade(config: Path | None = ConfigOption) -> None:
+    """Create or migrate the database schema to the latest version."""
+    from forecourt.store import upgrade
+
+    settings = load_settings(config)
+    upgrade(settings.database_url)
+    typer.echo("database is up to date")
+
+
+@app.command()
+def demo(
+    config: Path | None = ConfigOption,
+    vehicles: int = typer.Option(60, help="Vehicles per demo dealership."),
+    seed: int = typer.Option(7, help="Random seed (same seed, same data)."),
+    bulk: bool = typer.Option(False, help="Generate a benchmark-sized data set instead."),
+    dealerships: int = typer.Option(1000, help="With --bulk: number of dealerships."),
+) -> None:
+    """Load the demo tenants (idempotent), or with --bulk a benchmark-sized inventory."""
+    data.load_demo_command(load_settings(config), vehicles=vehicles, seed=seed, bulk=bulk, dealerships=dealerships)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,57 @@
+"""``forecourt serve``: uvicorn with graceful shutdown and optional (m)TLS."""
+
+from __future__ import annotations
+
+import os
+import ssl
+from pathlib import Path
+
+import uvicorn
+
+from forecourt.settings import Settings
+
+
+def app_factory() -> object:
+    """Factory used by uvicorn workers: settings come from the environment (and FORECOURT_CONFIG)."""
+    from forecourt.bootstrap import create_app
+    from forecourt.logs import configure_logging
+
+    config = os.environ.get("FORECOURT_CONFIG")
+    settings = Settings.load(Path(config) if config else None)
+    configure_logging(settings.log_level, json_output=settings.log_json)
+    return create_app(settings)
+
+
+def serve_http(
+    settings: Settings,
+    config: Path | None,
+    *,
+    workers: int = 1,
+    ssl_certfile: Path | None = None,
+    ssl_keyfile: Path | None = None,
+    ssl_ca_certs: Path | None = None,
+) -> None:
+    """Run uvicorn; SIGTERM stops accepting, drains in-flight calls and flushes audit before exit."""
+    if config is not None:
+        os.environ["FORECOURT_CONFIG"] = str(config)
+    os.environ.setdefault("FORECOURT_HOST", settings.host)
+    os.environ.setdefault("FORECOURT_PORT", str(settings.port))
+    from forecourt.gateway.auth.tls_server import tls_protocol_class
+
+    uvicorn.run(
+        "forecourt.cli.serve:app_factory",
+        http=tls_protocol_class(),
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=workers,
+        log_level=settings.log_level.lower(),
+        access_log=False,
+        proxy_headers=False,
+        server_header=False,
+        timeout_graceful_shutdown=int(settings.drain_timeout_s) + 5,
+        ssl_certfile=str(ssl_certfile) if ssl_certfile else None,
+        ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else None,
+        ssl_ca_certs=str(ssl_ca_certs) if ssl_ca_certs else None,
+        ssl_cert_reqs=ssl.CERT_REQUIRED if ssl_ca_certs else ssl.CERT_NONE,
+    )

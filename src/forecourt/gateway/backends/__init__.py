@@ -1,0 +1,101 @@
+"""The gateway's shared-state backends, in memory (one replica) or in Redis (many), chosen by settings.
+
+``build_backends(settings)`` picks Redis when ``settings.redis_url`` is set, else memory; see
+:mod:`forecourt.gateway.backends.redis` for how each Redis backend behaves while Redis is down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from forecourt.gateway.backends.memory import (
+    MemoryIdempotencyStore,
+    MemoryRateLimiter,
+    MemoryResultCache,
+    MemoryRevocationList,
+)
+from forecourt.gateway.base import IdempotencyStore, RateLimiter, ResultCache, RevocationList
+from forecourt.gateway.events_bus import EventBus, MemoryEventBus
+from forecourt.settings import Settings
+
+__all__ = ["Backends", "build_backends"]
+
+
+@dataclass
+class Backends:
+    """The four pipeline backends and the event bus, sharing one Redis client when Redis is configured.
+
+    Attributes:
+        kind: ``"redis"`` or ``"memory"``.
+        rate_limiter: Counts calls against limits.
+        cache: Cached results of cacheable actions.
+        idempotency: Claims and responses of side-effect calls with an idempotency key.
+        revocations: API-key prefixes revoked since keys were loaded.
+        events: Change-event fan-out (to other replicas too, with Redis).
+    """
+
+    kind: Literal["memory", "redis"]
+    rate_limiter: RateLimiter
+    cache: ResultCache
+    idempotency: IdempotencyStore
+    revocations: RevocationList
+    events: EventBus
+    _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, repr=False)
+
+    async def close(self) -> None:
+        """Close the event bus, then the Redis connections; idempotent."""
+        closers, self._closers = self._closers, []
+        for close in closers:
+            await close()
+
+
+def memory_backends(cache_max_entries: int = 10_000) -> Backends:
+    """In-process backends for a single replica."""
+    events = MemoryEventBus()
+    return Backends(
+        kind="memory",
+        rate_limiter=MemoryRateLimiter(),
+        cache=MemoryResultCache(max_entries=cache_max_entries),
+        idempotency=MemoryIdempotencyStore(),
+        revocations=MemoryRevocationList(),
+        events=events,
+        _closers=[events.close],
+    )
+
+
+def redis_backends(settings: Settings) -> Backends:
+    """Redis backends sharing one connection pool (plus one pub/sub connection for the event bus)."""
+    from forecourt.gateway.backends.redis import (
+        RedisIdempotencyStore,
+        RedisRateLimiter,
+        RedisResultCache,
+        RedisRevocationList,
+        connect_redis,
+    )
+    from forecourt.gateway.events_bus import RedisEventBus
+
+    assert settings.redis_url is not None
+    client = connect_redis(settings.redis_url)
+    prefix = settings.redis_prefix
+    events = RedisEventBus(client, prefix=prefix)
+    return Backends(
+        kind="redis",
+        rate_limiter=RedisRateLimiter(client, prefix=prefix, fail_mode=settings.rate_limit_fail_mode),
+        cache=RedisResultCache(client, prefix=prefix),
+        idempotency=RedisIdempotencyStore(client, prefix=prefix),
+        revocations=RedisRevocationList(client, prefix=prefix),
+        events=events,
+        _closers=[events.close, client.aclose],
+    )
+
+
+def build_backends(settings: Settings) -> Backends:
+    """Redis backends when ``settings.redis_url`` is set, else in-memory ones.
+
+    No connection is made here: the first call dials Redis, so a process starts even while Redis is down.
+    """
+    if settings.redis_url:
+        return redis_backends(settings)
+    return memory_backends()

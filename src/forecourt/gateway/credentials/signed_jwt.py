@@ -1,0 +1,104 @@
+"""Short-lived JWTs (HS256 or RS256) that internal services accept as proof of a Forecourt call.
+
+``aud`` is the adapter id, ``exp`` at most five minutes away, ``sub`` the calling company, ``jti`` random:
+a token captured in one service's logs is useless against another service and soon useless everywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from forecourt.domain.timeutil import utcnow
+from forecourt.gateway.auth.common import Now
+from forecourt.gateway.base import IssuedCredential
+from forecourt.gateway.credentials.secret import CredentialUnavailable, read_secret
+
+logger = logging.getLogger(__name__)
+
+MAX_TTL_S = 300
+DEFAULT_TTL_S = 120
+MIN_HMAC_KEY_BYTES = 32
+_RESERVED_CLAIMS = frozenset({"iss", "sub", "aud", "iat", "nbf", "exp", "jti"})
+
+
+class SignedJwtProvider:
+    """Mints a JWT per call with a key named by the adapter configuration."""
+
+    def __init__(
+        self, *, environ: Mapping[str, str] | None = None, issuer: str = "forecourt", now: Now = utcnow
+    ) -> None:
+        """Create the provider.
+
+        Args:
+            environ: Where ``key_env`` names are looked up (``os.environ`` when omitted).
+            issuer: The default ``iss``.
+            now: The wall clock.
+        """
+        self._environ = os.environ if environ is None else environ
+        self._issuer = issuer
+        self._now = now
+
+    def _signing_key(self, algorithm: str, config: Mapping[str, Any]) -> str | rsa.RSAPrivateKey:
+        secret = read_secret(config, environ=self._environ, env_key="key_env", file_key="key_file")
+        if algorithm == "HS256":
+            if len(secret.encode()) < MIN_HMAC_KEY_BYTES:
+                logger.warning("HS256 key for signed JWTs is shorter than %d bytes", MIN_HMAC_KEY_BYTES)
+                raise CredentialUnavailable()
+            return secret
+        try:
+            key = serialization.load_pem_private_key(secret.encode(), password=None)
+        except (ValueError, TypeError) as exc:
+            raise CredentialUnavailable() from exc
+        if not isinstance(key, rsa.RSAPrivateKey):
+            raise CredentialUnavailable()
+        return key
+
+    async def issue(self, adapter_id: str, company_id: str | None, config: Mapping[str, Any]) -> IssuedCredential:
+        """Mint a token for one call to ``adapter_id``.
+
+        Args:
+            adapter_id: Becomes ``aud`` (unless ``config["audience"]`` is set).
+            company_id: Becomes ``sub`` and the ``company`` claim (``forecourt`` for calls without one).
+            config: ``{algorithm: HS256 | RS256, key_env | key_file, ttl_s (≤ 300), issuer, audience, kid,
+                claims: {...extra static claims}}``.
+
+        Returns:
+            A bearer credential with its expiry.
+
+        Raises:
+            CredentialUnavailable: Unknown algorithm, or the key is missing, short or malformed.
+        """
+        algorithm = str(config.get("algorithm", "HS256")).upper()
+        if algorithm not in ("HS256", "RS256"):
+            raise CredentialUnavailable()
+        ttl_s = min(max(int(config.get("ttl_s", DEFAULT_TTL_S)), 1), MAX_TTL_S)
+        now = self._now().replace(microsecond=0)
+        expires_at = now + timedelta(seconds=ttl_s)
+        extra = config.get("claims") or {}
+        claims: dict[str, Any] = {k: v for k, v in dict(extra).items() if k not in _RESERVED_CLAIMS}
+        claims.update(
+            iss=str(config.get("issuer") or self._issuer),
+            sub=company_id or "forecourt",
+            aud=str(config.get("audience") or adapter_id),
+            iat=int(now.timestamp()),
+            nbf=int(now.timestamp()),
+            exp=int(expires_at.timestamp()),
+            jti=secrets.token_urlsafe(16),
+        )
+        if company_id:
+            claims["company"] = company_id
+        headers = {"kid": str(config["kid"])} if config.get("kid") else None
+        token = jwt.encode(claims, self._signing_key(algorithm, config), algorithm=algorithm, headers=headers)
+        logger.debug("minted %s token for adapter %s (ttl %ds)", algorithm, adapter_id, ttl_s)
+        return IssuedCredential(
+            kind="bearer", value=token, expires_at=expires_at, headers={"Authorization": f"Bearer {token}"}
+        )

@@ -1,0 +1,529 @@
+"""``Gateway.invoke``: the one pipeline every call from every front door passes (seed 001 §4).
+
+authenticate → check claims → validate → resolve dealership → authorize → rate-limit → idempotency
+→ cache → inject credentials → adapter (timeout, bulkhead) → redact → audit / metrics / trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionContext
+from forecourt.domain.tenancy import Dealership
+from forecourt.errors import (
+    ForecourtError,
+    IdempotencyConflict,
+    IdempotencyInProgress,
+    InternalError,
+    InvalidParams,
+    Overloaded,
+    TenancyDenied,
+    Timeout,
+    Unauthorized,
+    UnknownAction,
+)
+from forecourt.gateway.audit import AuditWriter
+from forecourt.gateway.base import (
+    Authenticator,
+    CredentialProvider,
+    IdempotencyStore,
+    Invocation,
+    IssuedCredential,
+    Outcome,
+    Principal,
+    RateDecision,
+    RateLimiter,
+    ResultCache,
+)
+from forecourt.gateway.limits import LimitPlan
+from forecourt.gateway.policy import Decision, TenancyCache, decide
+from forecourt.gateway.redact import PII_KEYS, canonical_json, digest, redact
+from forecourt.gateway.telemetry import Metrics
+from forecourt.gateway.validation import SchemaValidator
+from forecourt.settings import Settings
+from forecourt.store.base import AuditRecord, Store
+
+logger = logging.getLogger(__name__)
+_propagator = TraceContextTextMapPropagator()
+IDEMPOTENCY_TTL_S = 24 * 3600.0
+
+
+class AdapterConfigSource:
+    """Adapter configuration: defaults per adapter, overridden per company (``settings/adapters/{id}``)."""
+
+    def __init__(self, defaults: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        self.defaults: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (defaults or {}).items()}
+
+    async def resolve(self, store: Store, adapter_id: str, company_id: str | None) -> dict[str, Any]:
+        """The default config with the company's override merged on top (one level deep)."""
+        config = dict(self.defaults.get(adapter_id, {}))
+        if company_id is None:
+            return config
+        async with store.transaction() as uow:
+            override = await uow.tenancy.get_adapter_setting(company_id, adapter_id)
+        if override is not None:
+            for key, value in override.config.items():
+                if isinstance(value, dict) and isinstance(config.get(key), dict):
+                    config[key] = {**config[key], **value}
+                else:
+                    config[key] = value
+        return config
+
+
+@dataclass
+class _Call:
+    """Mutable state of one invocation, for the audit record."""
+
+    inv: Invocation
+    trace_id: str
+    started: float
+    action: Action | None = None
+    principal: Principal | None = None
+    dealership_id: str | None = None
+    company_id: str | None = None
+    status: int = 200
+    error_code: str | None = None
+    result_class: str = "ok"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Gateway:
+    """Runs invocations through every stage; the only place that decides who may do what."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        store: Store,
+        catalogue: Catalogue,
+        authenticator: Authenticator,
+        rate_limiter: RateLimiter,
+        cache: ResultCache,
+        idempotency: IdempotencyStore,
+        audit: AuditWriter,
+        metrics: Metrics,
+        tracer: trace.Tracer,
+        credentials: CredentialProvider | None = None,
+        adapter_configs: AdapterConfigSource | None = None,
+        limits: LimitPlan | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.catalogue = catalogue
+        self.authenticator = authenticator
+        self.rate_limiter = rate_limiter
+        self.cache = cache
+        self.idempotency = idempotency
+        self.audit = audit
+        self.metrics = metrics
+        self.tracer = tracer
+        self.credentials = credentials
+        self.adapter_configs = adapter_configs or AdapterConfigSource()
+        self.limits = limits or LimitPlan.from_settings(settings)
+        self.tenancy = TenancyCache(store)
+        self.validator = SchemaValidator()
+        self.clock = clock
+        self._bulkheads: dict[str, asyncio.Semaphore] = {}
+        self.in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    # ------------------------------------------------------------------ public API
+
+    async def invoke(self, inv: Invocation) -> Outcome:
+        """Run one invocation; raises a :class:`ForecourtError` (with ``trace_id`` set) when it fails."""
+        ctx = _propagator.extract({"traceparent": inv.traceparent}) if inv.traceparent else None
+        self.in_flight += 1
+        self._idle.clear()
+        try:
+            with self.tracer.start_as_current_span("gateway.invoke", context=ctx) as span:
+                span.set_attribute("forecourt.action", inv.action)
+                call = _Call(inv=inv, trace_id=self._trace_id(inv, span), started=time.perf_counter())
+                try:
+                    outcome = await self._run(call)
+                except ForecourtError as exc:
+                    self._fail(call, exc, span)
+                    raise
+                except Exception as exc:  # top of the pipeline: nothing internal leaves it
+                    logger.exception("unhandled error in action %s (trace %s)", inv.action, call.trace_id)
+                    wrapped = InternalError()
+                    self._fail(call, wrapped, span)
+                    raise wrapped from exc
+                else:
+                    outcome.trace_id = call.trace_id
+                    return outcome
+                finally:
+                    self._finish(call)
+        finally:
+            self.in_flight -= 1
+            if self.in_flight == 0:
+                self._idle.set()
+
+    async def drained(self) -> None:
+        """Wait until no invocation is in flight."""
+        await self._idle.wait()
+
+    async def principal_for(self, inv: Invocation) -> Principal:
+        """Authenticate the invocation's credentials (used by surfaces that list before they call)."""
+        return await self._authenticate(inv, None)
+
+    async def allowed_actions(self, principal: Principal, dealership_id: str | None) -> list[Action]:
+        """The actions ``principal`` may call at ``dealership_id`` (the same decision as a call)."""
+        dealership = await self.tenancy.dealership(dealership_id) if dealership_id else None
+        if dealership_id is None and len(principal.dealership_ids) == 1:
+            dealership = await self.tenancy.dealership(next(iter(principal.dealership_ids)))
+        policies = await self.tenancy.policies(principal.company_id)
+        allowed: list[Action] = []
+        for action in self.catalogue.all():
+            target = dealership
+            if action.dealer_scoped and target is None and principal.dealership_ids:
+                target = await self.tenancy.dealership(sorted(principal.dealership_ids)[0])
+            if decide(action, principal, dealership=target, policies=policies).allowed:
+                allowed.append(action)
+        return allowed
+
+    # ------------------------------------------------------------------ stages
+
+    async def _run(self, call: _Call) -> Outcome:
+        inv = call.inv
+        action = self.catalogue.get(inv.action)
+        if action is None:
+            raise UnknownAction(details={"action": inv.action[:100]})
+        call.action = action
+        if inv.claimed_type is not None and inv.claimed_type != action.type:
+            raise InvalidParams("action.type does not match the action.", details={"expected": action.type})
+        with self.tracer.start_as_current_span("gateway.authenticate"):
+            principal = await self._authenticate(inv, action)
+        call.principal = principal
+        call.company_id = principal.company_id
+        self._check_claims(inv, principal)
+        payload = dict(inv.payload)
+        with self.tracer.start_as_current_span("gateway.validate"):
+            self.validator.validate(action.input_schema, payload)
+        dealership = await self._resolve_dealership(action, payload, principal, inv)
+        call.dealership_id = dealership.id if dealership else None
+        with self.tracer.start_as_current_span("gateway.authorize"):
+            await self._authorize(action, payload, principal, dealership, inv, call)
+        decision = await self._rate_limit(action, principal, call)
+        return await self._execute_guarded(call, action, payload, principal, dealership, decision)
+
+    def _trace_id(self, inv: Invocation, span: trace.Span) -> str:
+        span_ctx = span.get_span_context()
+        if span_ctx.is_valid and (inv.traceparent or not inv.trace_id):
+            return format(span_ctx.trace_id, "032x")
+        return (inv.trace_id or uuid.uuid4().hex)[:64]
+
+    async def _authenticate(self, inv: Invocation, action: Action | None) -> Principal:
+        if inv.principal is not None:
+            return inv.principal
+        creds = inv.credentials
+        has_creds = bool(creds.bearer or creds.client_cert_pem or creds.forwarded_cert)
+        if not has_creds:
+            if inv.anonymous_dealership is not None:
+                return Principal(method="anonymous", company_id=None, member_id=None, client_address=creds.peer_address)
+            raise Unauthorized()
+        principal = await self.authenticator.authenticate(creds, inv.company_context)
+        if principal is None:
+            raise Unauthorized()
+        return principal
+
+    def _check_claims(self, inv: Invocation, principal: Principal) -> None:
+        if principal.anonymous or principal.method == "internal":
+            return
+        if inv.claimed_agent_id is not None and inv.claimed_agent_id != principal.agent_id:
+            raise Unauthorized("caller.agentId does not match the authenticated identity.")
+        if inv.company_context is not None and inv.company_context != principal.company_id:
+            raise TenancyDenied("companyContext does not match the authenticated identity.")
+
+    async def _resolve_dealership(
+        self, action: Action, payload: dict[str, Any], principal: Principal, inv: Invocation
+    ) -> Dealership | None:
+        explicit = payload.get("dealership_id")
+        target = inv.dealership_id or inv.anonymous_dealership
+        if isinstance(explicit, str) and target is not None and explicit != target:
+            raise InvalidParams("dealership_id does not match the addressed dealership.")
+        chosen = explicit if isinstance(explicit, str) else target
+        if chosen is None and action.dealer_scoped:
+            if len(principal.dealership_ids) == 1:
+                chosen = next(iter(principal.dealership_ids))
+            else:
+                raise InvalidParams(
+                    "dealership_id is required: this credential covers several dealerships.",
+                    details={"errors": [{"path": "/dealership_id", "rule": "required"}]},
+                )
+        if chosen is None:
+            return None
+        dealership = await self.tenancy.dealership(chosen)
+        if dealership is None:
+            # Indistinguishable from "not yours", so ids cannot be probed.
+            raise TenancyDenied()
+        if action.dealer_scoped:
+            payload["dealership_id"] = dealership.id
+        return dealership
+
+    async def _authorize(
+        self,
+        action: Action,
+        payload: Mapping[str, Any],
+        principal: Principal,
+        dealership: Dealership | None,
+        inv: Invocation,
+        call: _Call,
+    ) -> None:
+        policies = await self.tenancy.policies(principal.company_id)
+        decision: Decision = decide(
+            action,
+            principal,
+            dealership=dealership,
+            policies=policies,
+            payload=payload,
+            allow_side_effects=inv.allow_side_effects,
+        )
+        if not decision.allowed:
+            call.extra["denial"] = decision.reason
+            self.metrics.denials.labels(decision.reason, action.name).inc()
+            assert decision.error is not None
+            raise decision.error
+
+    async def _rate_limit(self, action: Action, principal: Principal, call: _Call) -> RateDecision | None:
+        policies = await self.tenancy.policies(principal.company_id)
+        tightest: RateDecision | None = None
+        for rule in self.limits.rules_for(action, principal, policies):
+            decision = await self.rate_limiter.hit(rule.key, rule.limit, rule.window_s)
+            if not decision.allowed:
+                self.metrics.rate_limited.labels(rule.scope).inc()
+                call.extra["denial"] = "rate_limited"
+                raise self.limits.error(decision, rule)
+            if tightest is None or decision.remaining < tightest.remaining:
+                tightest = decision
+        return tightest
+
+    async def _execute_guarded(
+        self,
+        call: _Call,
+        action: Action,
+        payload: dict[str, Any],
+        principal: Principal,
+        dealership: Dealership | None,
+        decision: RateDecision | None,
+    ) -> Outcome:
+        idem_key = call.inv.idempotency_key or (
+            payload.get("idempotency_key") if isinstance(payload.get("idempotency_key"), str) else None
+        )
+        if action.side_effect and idem_key:
+            return await self._with_idempotency(call, action, payload, principal, dealership, decision, idem_key)
+        if action.cacheable and not action.pii and self.settings.cache_enabled:
+            return await self._with_cache(call, action, payload, principal, dealership, decision)
+        result = await self._execute(call, action, payload, principal, dealership)
+        return self._outcome(call, action, result, decision)
+
+    async def _with_cache(
+        self,
+        call: _Call,
+        action: Action,
+        payload: dict[str, Any],
+        principal: Principal,
+        dealership: Dealership | None,
+        decision: RateDecision | None,
+    ) -> Outcome:
+        key = f"cache:{action.name}:{action.version}:{dealership.id if dealership else '-'}:{digest(payload)}"
+        cached = await self.cache.get(key)
+        if cached is not None:
+            self.metrics.cache_hits.labels(action.name).inc()
+            data = json.loads(cached)
+            result = AdapterResult(output=data["output"], result_type=data["type"], metadata=data["metadata"])
+            outcome = self._outcome(call, action, result, decision)
+            outcome.cached = True
+            return outcome
+        result = await self._execute(call, action, payload, principal, dealership)
+        body = canonical_json({"output": result.output, "type": result.result_type, "metadata": result.metadata})
+        await self.cache.set(key, body, action.cache_ttl_s)
+        return self._outcome(call, action, result, decision)
+
+    async def _with_idempotency(
+        self,
+        call: _Call,
+        action: Action,
+        payload: dict[str, Any],
+        principal: Principal,
+        dealership: Dealership | None,
+        decision: RateDecision | None,
+        idem_key: str,
+    ) -> Outcome:
+        who = principal.rate_key
+        key = f"idem:{who}:{action.name}:{dealership.id if dealership else '-'}:{idem_key[:200]}"
+        request_digest = digest(payload)
+        existing = await self.idempotency.reserve(key, request_digest, IDEMPOTENCY_TTL_S)
+        if existing is not None:
+            if existing.request_digest != request_digest:
+                raise IdempotencyConflict()
+            if existing.response is None:
+                raise IdempotencyInProgress()
+            data = json.loads(existing.response)
+            result = AdapterResult(output=data["output"], result_type=data["type"], metadata=data["metadata"])
+            outcome = self._outcome(call, action, result, decision)
+            outcome.replayed = True
+            return outcome
+        try:
+            result = await self._execute(call, action, payload, principal, dealership)
+        except BaseException:
+            await self.idempotency.release(key)
+            raise
+        body = canonical_json({"output": result.output, "type": result.result_type, "metadata": result.metadata})
+        await self.idempotency.complete(key, request_digest, body, IDEMPOTENCY_TTL_S)
+        return self._outcome(call, action, result, decision)
+
+    async def _execute(
+        self,
+        call: _Call,
+        action: Action,
+        payload: dict[str, Any],
+        principal: Principal,
+        dealership: Dealership | None,
+    ) -> AdapterResult:
+        adapter = self.catalogue.adapter_for(action)
+        if adapter is None:
+            raise InternalError()
+        company_id = principal.company_id or (dealership.company_id if dealership else None)
+        config = await self.adapter_configs.resolve(self.store, action.adapter, company_id)
+        credential = await self._credential(action, company_id, config)
+        ctx = ExecutionContext(
+            action=action,
+            principal=principal,
+            dealership_id=dealership.id if dealership else None,
+            company_id=company_id,
+            store=self.store,
+            settings=self.settings,
+            now=self.clock(),
+            trace_id=call.trace_id,
+            credential=credential,
+            adapter_config=config,
+            invoke=self._invoker_for(call.inv, principal),
+            idempotency_key=call.inv.idempotency_key,
+        )
+        timeout_s = float(config.get("timeout_s", action.timeout_s))
+        bulkhead = self._bulkhead(action.adapter, int(config.get("concurrency", 64)))
+        with self.tracer.start_as_current_span(f"adapter.{action.adapter}") as span:
+            span.set_attribute("forecourt.adapter", action.adapter)
+            try:
+                async with asyncio.timeout(timeout_s):
+                    async with bulkhead:
+                        result = await adapter.execute(payload, ctx)
+            except TimeoutError as exc:
+                raise Timeout(details={"timeout_s": timeout_s}) from exc
+        return self._redact_output(result, principal)
+
+    async def _credential(
+        self, action: Action, company_id: str | None, config: Mapping[str, Any]
+    ) -> IssuedCredential | None:
+        if self.credentials is None or not config.get("credentials"):
+            return None
+        with self.tracer.start_as_current_span("gateway.credentials"):
+            return await self.credentials.issue(action.adapter, company_id, config)
+
+    def _bulkhead(self, adapter_id: str, size: int) -> asyncio.Semaphore:
+        sem = self._bulkheads.get(adapter_id)
+        if sem is None:
+            sem = asyncio.Semaphore(max(size, 1))
+            self._bulkheads[adapter_id] = sem
+        if sem.locked() and len(getattr(sem, "_waiters", None) or ()) > size * 4:
+            raise Overloaded(details={"adapter": adapter_id})
+        return sem
+
+    def _invoker_for(self, parent: Invocation, principal: Principal) -> Any:
+        async def invoke(action: str, payload: Mapping[str, Any]) -> Any:
+            child = Invocation(
+                action=action,
+                payload=payload,
+                surface="workflow",
+                principal=principal,
+                trace_id=parent.trace_id,
+                session_id=parent.session_id,
+                allow_side_effects=parent.allow_side_effects,
+            )
+            return (await self.invoke(child)).output
+
+        return invoke
+
+    def _redact_output(self, result: AdapterResult, principal: Principal) -> AdapterResult:
+        fields: set[str] = set()
+        if principal.company_id is not None:
+            cached = self.tenancy.cached_policies(principal.company_id)
+            for policy in cached:
+                fields.update(f.lower() for f in policy.redact_fields)
+        if not fields:
+            return result
+        return AdapterResult(
+            output=redact(result.output, frozenset(fields)), result_type=result.result_type, metadata=result.metadata
+        )
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def _outcome(self, call: _Call, action: Action, result: AdapterResult, decision: RateDecision | None) -> Outcome:
+        return Outcome(
+            action=action.name,
+            result_type=result.result_type or action.result_type,
+            output=result.output,
+            metadata=result.metadata,
+            dealership_id=call.dealership_id,
+            duration_ms=(time.perf_counter() - call.started) * 1000,
+            trace_id=call.trace_id,
+            processed_by=self.settings.instance_name,
+            rate_limit=decision,
+        )
+
+    def _fail(self, call: _Call, exc: ForecourtError, span: trace.Span) -> None:
+        call.status = exc.http_status
+        call.error_code = exc.code
+        call.result_class = "denied" if exc.http_status in (401, 403, 429) else "error"
+        exc.trace_id = call.trace_id
+        span.set_status(Status(StatusCode.ERROR, exc.code))
+        span.set_attribute("forecourt.error_code", exc.code)
+
+    def _finish(self, call: _Call) -> None:
+        duration = time.perf_counter() - call.started
+        action = call.action
+        name = action.name if action else "unknown"
+        adapter = action.adapter if action else "-"
+        model = str(call.inv.payload.get("model", "-"))[:64] if action and action.type == "model.invoke" else "-"
+        company = call.company_id or "-"
+        self.metrics.calls.labels(name, adapter, company, model, str(call.status)).inc()
+        self.metrics.duration.labels(name, adapter, company, model).observe(duration)
+        redact_keys = set(PII_KEYS)
+        if call.company_id is not None:
+            for policy in self.tenancy.cached_policies(call.company_id):
+                redact_keys.update(f.lower() for f in policy.redact_fields)
+        payload = dict(call.inv.payload) if action else {}
+        self.audit.record(
+            AuditRecord(
+                id=uuid.uuid4().hex,
+                company_id=call.company_id,
+                dealership_id=call.dealership_id,
+                member_id=call.principal.member_id if call.principal else None,
+                action=name if action else call.inv.action[:100],
+                action_type=action.type if action else "-",
+                args_digest=digest(payload),
+                args_redacted=redact(payload, frozenset(redact_keys)),
+                result_class=call.result_class,
+                status_code=call.status,
+                error_code=call.error_code,
+                duration_ms=round(duration * 1000, 3),
+                trace_id=call.trace_id,
+                surface=call.inv.surface,
+                processed_by=self.settings.instance_name,
+                occurred_at=self.clock(),
+            )
+        )

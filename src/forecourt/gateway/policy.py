@@ -1,0 +1,182 @@
+"""Authorization (seed 001 §6): the dealer agent's security scheme, the member's grants, company policy, tenancy.
+
+The same :func:`decide` answers "may this caller run this action here?" for a call and for listings
+(MCP ``tools/list``), so what a client is shown is exactly what it may call.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any
+
+from forecourt.actions.base import Action
+from forecourt.domain.tenancy import Dealership, Policy
+from forecourt.errors import (
+    Forbidden,
+    ForecourtError,
+    InsufficientScope,
+    PolicyDenied,
+    SideEffectsNotAllowed,
+    TenancyDenied,
+    Unauthorized,
+)
+from forecourt.gateway.base import Principal
+from forecourt.store.base import Store
+
+
+def matches_any(name: str, patterns: Iterable[str]) -> bool:
+    """Whether ``name`` matches one of the glob ``patterns`` (``*`` matches everything)."""
+    return any(p in ("*", name) or fnmatchcase(name, p) for p in patterns)
+
+
+def scope_grants(scopes: frozenset[str], required: str, *, side_effect: bool) -> bool:
+    """Whether ``scopes`` allow an action needing ``required``.
+
+    ``amcp:<domain>:write`` implies ``:read`` of the same domain; a ``:read`` scope never permits a
+    side-effect action; ``amcp:*:<level>`` covers every domain.
+    """
+    if not required:
+        return True
+    parts = required.split(":")
+    if len(parts) != 3:
+        return required in scopes
+    prefix, domain, _ = parts
+    wanted = ("write",) if side_effect else ("read", "write")
+    return any(f"{prefix}:{d}:{lvl}" in scopes for d in (domain, "*") for lvl in wanted)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Why a call may or may not proceed."""
+
+    allowed: bool
+    reason: str = "ok"
+    error: ForecourtError | None = None
+
+
+_ALLOW = Decision(True)
+
+
+def _deny(error: ForecourtError, reason: str) -> Decision:
+    return Decision(False, reason, error)
+
+
+def _member_decision(action: Action, principal: Principal) -> Decision:
+    member = principal.member
+    if member is None or not member.active:
+        return _deny(Unauthorized(), "member_inactive")
+    if not matches_any(action.name, member.allowed_tools):
+        return _deny(Forbidden("This agent is not allowed to use this action."), "allowed_tools")
+    if not scope_grants(principal.scopes, action.scope, side_effect=action.side_effect):
+        error = InsufficientScope(details={"required_scope": _required_scope(action)})
+        return _deny(error, "scope")
+    return _ALLOW
+
+
+def _required_scope(action: Action) -> str:
+    if action.side_effect and action.scope.endswith(":read"):
+        return action.scope[: -len("read")] + "write"
+    return action.scope
+
+
+def _policy_decision(action: Action, payload: Mapping[str, Any], policies: list[Policy]) -> Decision:
+    for policy in policies:
+        if matches_any(action.name, policy.denied_actions) or not matches_any(action.name, policy.allowed_actions):
+            return _deny(PolicyDenied(), "policy_action")
+        if matches_any(action.adapter, policy.denied_adapters) or not matches_any(
+            action.adapter, policy.allowed_adapters
+        ):
+            return _deny(PolicyDenied("Company policy does not allow this runtime."), "policy_adapter")
+        model = payload.get("model")
+        if isinstance(model, str) and not matches_any(model, policy.allowed_models):
+            return _deny(PolicyDenied("Company policy does not allow this model."), "policy_model")
+        if action.side_effect and not policy.allow_side_effects:
+            return _deny(SideEffectsNotAllowed(), "policy_side_effects")
+    return _ALLOW
+
+
+def decide(
+    action: Action,
+    principal: Principal,
+    *,
+    dealership: Dealership | None,
+    policies: list[Policy],
+    payload: Mapping[str, Any] | None = None,
+    allow_side_effects: bool = True,
+) -> Decision:
+    """The single authorization decision for ``principal`` running ``action`` at ``dealership``."""
+    if action.side_effect and not allow_side_effects:
+        return _deny(SideEffectsNotAllowed(), "meta_side_effects")
+    if principal.anonymous:
+        return _anonymous_decision(action, dealership)
+    if principal.method == "internal":
+        return _ALLOW
+    member_decision = _member_decision(action, principal)
+    if not member_decision.allowed:
+        return member_decision
+    if action.dealer_scoped:
+        if dealership is None:
+            return _deny(TenancyDenied(), "tenancy")
+        if dealership.company_id != principal.company_id or dealership.id not in principal.dealership_ids:
+            return _deny(TenancyDenied(), "tenancy")
+    return _policy_decision(action, payload or {}, policies)
+
+
+def _anonymous_decision(action: Action, dealership: Dealership | None) -> Decision:
+    if not action.anonymous_allowed:
+        return _deny(Unauthorized(), "anonymous")
+    if dealership is None or not dealership.public_agent:
+        return _deny(Unauthorized(), "anonymous_private_agent")
+    return _ALLOW
+
+
+class TenancyCache:
+    """Dealerships and company policies, read through a short-lived in-process cache.
+
+    Policy edits made through the admin API invalidate this replica at once; other replicas pick
+    them up within ``ttl_s`` seconds (documented in docs/operations.md).
+    """
+
+    def __init__(self, store: Store, ttl_s: float = 5.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._store = store
+        self._ttl = ttl_s
+        self._clock = clock
+        self._dealerships: dict[str, tuple[float, Dealership | None]] = {}
+        self._policies: dict[str, tuple[float, list[Policy]]] = {}
+
+    async def dealership(self, dealership_id: str) -> Dealership | None:
+        """The dealership, or ``None`` when it does not exist."""
+        hit = self._dealerships.get(dealership_id)
+        now = self._clock()
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        async with self._store.transaction() as uow:
+            found = await uow.tenancy.get_dealership(dealership_id)
+        self._dealerships[dealership_id] = (now + self._ttl, found)
+        return found
+
+    async def policies(self, company_id: str | None) -> list[Policy]:
+        """The company's policies (empty for anonymous and internal callers)."""
+        if company_id is None:
+            return []
+        hit = self._policies.get(company_id)
+        now = self._clock()
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        async with self._store.transaction() as uow:
+            found = await uow.tenancy.list_policies(company_id)
+        self._policies[company_id] = (now + self._ttl, found)
+        return found
+
+    def cached_policies(self, company_id: str) -> list[Policy]:
+        """Policies already loaded for ``company_id`` (no I/O; empty when not loaded yet)."""
+        hit = self._policies.get(company_id)
+        return hit[1] if hit is not None else []
+
+    def invalidate(self) -> None:
+        """Forget everything (after an admin change on this replica)."""
+        self._dealerships.clear()
+        self._policies.clear()

@@ -1,0 +1,76 @@
+"""Input validation against an action's JSON Schema, with errors that never echo the caller's values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from forecourt.errors import InvalidParams
+
+_MAX_REPORTED = 5
+
+
+def _pointer(path: Any) -> str:
+    parts = [str(p) for p in path]
+    return "/" + "/".join(parts) if parts else "/"
+
+
+def _describe(error: ValidationError) -> dict[str, Any]:
+    """A value-free description of one schema violation (values may be PII, so they are never copied)."""
+    kind = str(error.validator)
+    detail: dict[str, Any] = {"path": _pointer(error.absolute_path), "rule": kind}
+    if kind == "required" and isinstance(error.validator_value, list):
+        inst = error.instance if isinstance(error.instance, dict) else {}
+        missing = [k for k in error.validator_value if k not in inst]
+        detail["missing"] = missing
+    elif kind == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = set((error.schema.get("properties") or {}).keys()) if isinstance(error.schema, dict) else set()
+        detail["unexpected"] = sorted(str(k)[:64] for k in error.instance if k not in allowed)[:10]
+    elif kind in ("type", "enum", "const", "format", "pattern"):
+        expected = error.validator_value
+        if kind == "enum" and isinstance(expected, list):
+            detail["allowed"] = expected[:20]
+        elif kind in ("type", "format", "const"):
+            detail["expected"] = expected
+    elif kind in (
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+    ):
+        detail["limit"] = error.validator_value
+    return detail
+
+
+class SchemaValidator:
+    """Compiled validators per schema, reused across calls."""
+
+    def __init__(self) -> None:
+        self._compiled: dict[int, Draft202012Validator] = {}
+
+    def _validator(self, schema: Mapping[str, Any]) -> Draft202012Validator:
+        key = id(schema)
+        validator = self._compiled.get(key)
+        if validator is None:
+            validator = Draft202012Validator(dict(schema), format_checker=Draft202012Validator.FORMAT_CHECKER)
+            self._compiled[key] = validator
+        return validator
+
+    def validate(self, schema: Mapping[str, Any], instance: Any, *, what: str = "payload") -> None:
+        """Raise :class:`InvalidParams` listing every violation's path and rule (never the values)."""
+        errors = sorted(self._validator(schema).iter_errors(instance), key=lambda e: list(e.absolute_path))
+        if not errors:
+            return
+        problems = [_describe(e) for e in errors[:_MAX_REPORTED]]
+        first = problems[0]
+        raise InvalidParams(
+            f"The {what} is invalid at {first['path']} ({first['rule']}).",
+            details={"errors": problems, "error_count": len(errors)},
+        )

@@ -1,0 +1,185 @@
+"""Parsing feed cells into vehicle values: prices, numbers, conditions, statuses and vocabularies."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from forecourt.domain.measure import Measure
+from forecourt.domain.money import Money
+from forecourt.domain.vehicle import Condition, VehicleStatus
+
+
+class FieldError(ValueError):
+    """A cell could not be parsed; ``code`` is the stable rejection code."""
+
+    def __init__(self, code: str, field: str, reason: str) -> None:
+        self.code = code
+        self.field = field
+        self.reason = reason
+        super().__init__(reason)
+
+
+_AMOUNT = re.compile(r"^(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")
+_CURRENCY_MARKS = ("US$", "$", "€", "£", "¥")
+_MILEAGE = re.compile(r"^(?P<num>[\d,]+(?:\.\d+)?)\s*(?P<unit>mi|miles?|km|kms|kilometers?|kilometres?)?\.?$", re.I)
+
+_CONDITIONS: dict[str, Condition] = {
+    "n": Condition.NEW, "new": Condition.NEW,
+    "u": Condition.USED, "used": Condition.USED, "preowned": Condition.USED, "pre-owned": Condition.USED,
+    "cpo": Condition.CPO, "certified": Condition.CPO, "certifiedpreowned": Condition.CPO,
+    "certified pre-owned": Condition.CPO, "c": Condition.CPO,
+}  # fmt: skip
+_STATUSES: dict[str, VehicleStatus] = {
+    "available": VehicleStatus.AVAILABLE, "instock": VehicleStatus.AVAILABLE, "active": VehicleStatus.AVAILABLE,
+    "forsale": VehicleStatus.AVAILABLE, "onlot": VehicleStatus.AVAILABLE,
+    "intransit": VehicleStatus.IN_TRANSIT, "transit": VehicleStatus.IN_TRANSIT, "onorder": VehicleStatus.IN_TRANSIT,
+    "pending": VehicleStatus.PENDING, "salepending": VehicleStatus.PENDING, "onhold": VehicleStatus.PENDING,
+    "hold": VehicleStatus.PENDING, "deposit": VehicleStatus.PENDING,
+    "sold": VehicleStatus.SOLD,
+    "removed": VehicleStatus.REMOVED, "inactive": VehicleStatus.REMOVED, "deleted": VehicleStatus.REMOVED,
+    "nolongeravailable": VehicleStatus.REMOVED,
+}  # fmt: skip
+# Free-text vocabularies mapped onto the values the demo data and facets use; first match wins.
+_VOCAB: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
+    "transmission": ((("cvt", "continuously variable"), "cvt"), (("manual", "m/t", "stick"), "manual"),
+                     (("auto", "a/t", "dct", "dual-clutch", "single-speed", "1-speed"), "automatic")),
+    "fuel": ((("plug-in", "plug in", "phev"), "plug_in_hybrid"), (("hybrid",), "hybrid"),
+             (("electric", "bev"), "electric"), (("diesel",), "diesel"), (("flex", "e85"), "flex_fuel"),
+             (("gas", "petrol", "unleaded"), "gas")),
+    "driveline": ((("awd", "all wheel", "all-wheel", "xdrive", "4matic", "quattro"), "awd"),
+                  (("4wd", "4x4", "four wheel", "four-wheel"), "4wd"),
+                  (("fwd", "front wheel", "front-wheel"), "fwd"), (("rwd", "rear wheel", "rear-wheel", "4x2"), "rwd")),
+    "body": ((("sport utility", "suv", "crossover"), "suv"), (("pickup", "truck", "crew cab", "double cab"), "pickup"),
+             (("minivan", "passenger van"), "minivan"), (("hatch",), "hatchback"), (("convertible", "cabrio"),
+             "convertible"), (("coupe",), "coupe"), (("wagon",), "wagon"), (("sedan", "4dr car"), "sedan"),
+             (("van",), "van")),
+}  # fmt: skip
+_EXACT_VOCAB: dict[str, dict[str, str]] = {"fuel": {"ev": "electric", "g": "gas"}}
+
+
+def text(value: Any) -> str:
+    """A cell as stripped text (``None`` → ``""``); numbers are written without a trailing ``.0``."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return " ".join(str(value).split())
+
+
+def parse_price(value: Any, currency: str, field: str = "price") -> Money:
+    """A price in major units (``"$27,995.00"``, ``27995``, ``"27995 USD"``) as exact minor units.
+
+    Raises:
+        FieldError: ``bad_price`` for text that is not an amount, a negative amount, or more decimals
+            than the currency has.
+    """
+    if isinstance(value, dict) and "amount" in value:
+        return parse_price(value["amount"], str(value.get("currency") or currency), field)
+    if isinstance(value, bool):
+        raise FieldError("bad_price", field, f"{field} is not an amount")
+    if isinstance(value, (int, float)):
+        raw: str = repr(value) if isinstance(value, float) else str(value)
+    else:
+        raw = text(value)
+    for mark in (*_CURRENCY_MARKS, currency):
+        raw = raw.removeprefix(mark).removesuffix(mark).strip()
+    if not _AMOUNT.fullmatch(raw):
+        raise FieldError("bad_price", field, f"{field} is not an amount in {currency}")
+    try:
+        return Money.from_major(Decimal(raw.replace(",", "")), currency)
+    except (ValueError, InvalidOperation) as exc:
+        raise FieldError("bad_price", field, f"{field} has more decimal places than {currency} allows") from exc
+
+
+def parse_year(value: Any, year_max: int) -> int:
+    """A model year between 1900 and ``year_max``."""
+    number = _integer(value, "year")
+    if not 1900 <= number <= year_max:
+        raise FieldError("bad_number", "year", f"year must be between 1900 and {year_max}")
+    return number
+
+
+def _integer(value: Any, field: str) -> int:
+    raw = text(value).replace(",", "")
+    try:
+        number = Decimal(raw)
+    except InvalidOperation as exc:
+        raise FieldError("bad_number", field, f"{field} is not a number") from exc
+    if not number.is_finite() or number != number.to_integral_value():
+        raise FieldError("bad_number", field, f"{field} is not a whole number")
+    return int(number)
+
+
+def parse_mileage(value: Any) -> Measure:
+    """Odometer reading: ``12345``, ``"12,345 mi"``, ``"20000 km"`` or ``{"value": 12345, "unit": "mi"}``."""
+    if isinstance(value, dict) and "value" in value:
+        unit = "km" if text(value.get("unit")).lower().startswith("k") else "mi"
+        return Measure(value=parse_mileage(value["value"]).value, unit=unit)
+    match = _MILEAGE.fullmatch(text(value))
+    if match is None:
+        raise FieldError("bad_number", "mileage", "mileage is not a distance")
+    unit = "km" if (match["unit"] or "mi").lower().startswith("k") else "mi"
+    number = Decimal(match["num"].replace(",", ""))
+    return Measure(value=int(number.to_integral_value()), unit=unit)
+
+
+def parse_condition(value: Any) -> Condition:
+    """``N/U/New/Used/Pre-Owned/CPO/Certified`` (any case) → the AAP condition."""
+    key = text(value).lower()
+    found = _CONDITIONS.get(key) or _CONDITIONS.get(key.replace(" ", ""))
+    if found is None:
+        raise FieldError("unknown_condition", "condition", "condition must be new, used or certified (CPO)")
+    return found
+
+
+def parse_status(value: Any) -> VehicleStatus:
+    """Feed availability words (``In Stock``, ``In Transit``, ``Sale Pending``, ``Sold``...) → a status."""
+    key = re.sub(r"[^a-z]", "", text(value).lower())
+    found = _STATUSES.get(key)
+    if found is None:
+        raise FieldError("unknown_status", "status", "status is not one of available, in transit, pending, sold")
+    return found
+
+
+def normalize_vocab(field: str, value: Any) -> str:
+    """Map free text for ``transmission``, ``fuel``, ``driveline`` or ``body`` onto a small vocabulary.
+
+    Unrecognised text is kept, lower-cased, so nothing a dealer sends is lost.
+    """
+    raw = text(value).lower()
+    exact = _EXACT_VOCAB.get(field, {}).get(raw)
+    if exact:
+        return exact
+    for needles, canonical in _VOCAB.get(field, ()):
+        if any(n in raw for n in needles):
+            return canonical
+    return raw
+
+
+def split_photos(value: Any) -> tuple[str, ...]:
+    """Photo URLs from a list, or text separated by pipes, commas or whitespace; only http(s) URLs are kept."""
+    if isinstance(value, (list, tuple)):
+        items = [text(v) for v in value]
+    else:
+        raw = str(value or "").strip()
+        if "|" in raw:
+            items = raw.split("|")
+        elif "," in raw:
+            items = _rejoin(raw.split(","))
+        else:
+            items = raw.split()
+    urls = (item.strip() for item in items)
+    return tuple(u for u in urls if u.lower().startswith(("https://", "http://")))
+
+
+def _rejoin(pieces: list[str]) -> list[str]:
+    """Undo a comma split inside a URL (``.../w_400,h_300/...``): a piece that is not a URL continues the last."""
+    items: list[str] = []
+    for piece in pieces:
+        if items and not piece.strip().lower().startswith(("https://", "http://")):
+            items[-1] += "," + piece
+        else:
+            items.append(piece)
+    return items

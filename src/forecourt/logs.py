@@ -1,0 +1,55 @@
+"""JSON logs with trace ids; configured once by the CLI or the app factory."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from opentelemetry import trace
+
+_configured = False
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, trace and span ids."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        span_ctx = trace.get_current_span().get_span_context()
+        if span_ctx.is_valid:
+            entry["trace_id"] = format(span_ctx.trace_id, "032x")
+            entry["span_id"] = format(span_ctx.span_id, "016x")
+        if record.exc_info and record.exc_info[0] is not None:
+            # The exception type is useful to operators; the traceback stays out of structured logs
+            # unless debugging, because exception messages can carry values from requests.
+            entry["exc_type"] = record.exc_info[0].__name__
+            if logging.getLogger().isEnabledFor(logging.DEBUG):
+                entry["traceback"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def configure_logging(level: str = "INFO", *, json_output: bool = True) -> None:
+    """Install the root handler once (stderr, so stdout stays free for ``forecourt mcp --stdio``)."""
+    global _configured
+    if _configured:
+        logging.getLogger().setLevel(level.upper())
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    if json_output:
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    for noisy in ("httpx", "httpcore", "aiosqlite", "sqlalchemy.engine"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    _configured = True

@@ -1,0 +1,79 @@
+"""Async engines for SQLite (embedded) and PostgreSQL (scale-out), configured for the store's needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
+
+SQLITE_BUSY_TIMEOUT_MS = 5000
+SQLITE_MMAP_BYTES = 1 << 30
+SQLITE_CACHE_KIB = 32_768
+
+
+def is_sqlite_url(database_url: str) -> bool:
+    """Whether ``database_url`` names an SQLite database."""
+    return make_url(database_url).get_backend_name() == "sqlite"
+
+
+def _sqlite_path(database_url: str) -> str | None:
+    database = make_url(database_url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return database
+
+
+def create_engine(database_url: str, *, pool_size: int = 10, echo: bool = False) -> AsyncEngine:
+    """An async engine for ``sqlite+aiosqlite:///path`` or ``postgresql+asyncpg://...``.
+
+    SQLite files get WAL journaling, foreign keys, a busy timeout and ``BEGIN IMMEDIATE`` transactions
+    (so a read-then-write transaction never fails on a stale snapshot); the file's folder is created.
+
+    Args:
+        database_url: An async SQLAlchemy URL.
+        pool_size: Connections kept open (PostgreSQL).
+        echo: Log every statement (development only; statements may carry PII).
+
+    Returns:
+        The engine; dispose of it when done.
+    """
+    if is_sqlite_url(database_url):
+        return _sqlite_engine(database_url, echo=echo)
+    return create_async_engine(database_url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True, echo=echo)
+
+
+def _sqlite_engine(database_url: str, *, echo: bool) -> AsyncEngine:
+    path = _sqlite_path(database_url)
+    kwargs: dict[str, Any] = {"echo": echo}
+    if path is None:
+        kwargs["poolclass"] = StaticPool
+    else:
+        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_async_engine(database_url, **kwargs)
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take transaction control away from the driver so that "begin" below decides how to start one.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            if path is not None:
+                cursor.execute("PRAGMA journal_mode=WAL")
+                cursor.execute("PRAGMA synchronous=NORMAL")
+                # Memory-mapped reads and a larger page cache keep searches off the read() syscall path.
+                cursor.execute(f"PRAGMA mmap_size={SQLITE_MMAP_BYTES}")
+                cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine

@@ -1,0 +1,229 @@
+"""A dealership's vehicles in SQL; every change also writes a change event to the outbox."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from forecourt.domain.events import ChangeEvent, ChangeType, ResourceType
+from forecourt.domain.measure import Measure
+from forecourt.domain.money import Money
+from forecourt.domain.timeutil import utcnow
+from forecourt.domain.vehicle import Facets, InventoryQuery, SearchPage, Vehicle, VehicleStatus
+from forecourt.errors import AlreadyExists, InvalidParams, VehicleNotFound
+from forecourt.store.sql import search
+from forecourt.store.sql.context import TxContext, dump, new_id
+from forecourt.store.sql.tables import vehicles
+
+_V = vehicles.c
+MAX_COMPARABLES = 1000
+_CHUNK = 500
+
+_DERIVED = {"search_text", "msrp_minor", "msrp_currency", "list_price_minor", "list_price_currency"}
+_DERIVED |= {"price_minor", "price_currency", "mileage_value", "mileage_unit"}
+_DERIVED |= {c.name for c in vehicles.columns if c.name.endswith("_l")}
+_PLAIN = [c for c in vehicles.columns if c.name not in _DERIVED and c.name not in ("photos",)]
+_SELECT_COLUMNS = [*_PLAIN, _V.photos, _V.price_minor, _V.price_currency, _V.list_price_minor]
+_SELECT_COLUMNS += [_V.list_price_currency, _V.msrp_minor, _V.msrp_currency, _V.mileage_value, _V.mileage_unit]
+# What counts as a change worth an event: everything except identity and bookkeeping timestamps.
+_BOOKKEEPING = {"id", "created_at", "updated_at", "last_verified_at"}
+
+
+def _money_cols(prefix: str, money: Money | None) -> dict[str, Any]:
+    if money is None:
+        return {f"{prefix}_minor": None, f"{prefix}_currency": None}
+    return {f"{prefix}_minor": money.amount_minor, f"{prefix}_currency": money.currency}
+
+
+def vehicle_row(vehicle: Vehicle) -> dict[str, Any]:
+    """The ``vehicles`` row for a vehicle, with lower-cased and search columns filled in."""
+    row = dump(vehicle, exclude=("msrp", "list_price", "price", "mileage", "photos"))
+    row["photos"] = list(vehicle.photos)
+    for name in ("stock", "make", "model", "trim", "body", "transmission", "driveline", "fuel"):
+        row[f"{name}_l"] = str(row[name]).strip().lower()
+    row["exterior_color_l"] = vehicle.exterior_color.strip().lower()
+    row["interior_color_l"] = vehicle.interior_color.strip().lower()
+    row.update(_money_cols("msrp", vehicle.msrp))
+    row.update(_money_cols("list_price", vehicle.list_price))
+    row["price_minor"] = vehicle.price.amount_minor
+    row["price_currency"] = vehicle.price.currency
+    row["mileage_value"] = vehicle.mileage.value
+    row["mileage_unit"] = vehicle.mileage.unit
+    row["search_text"] = search.search_text(vehicle)
+    return row
+
+
+def _money(amount: int | None, currency: str | None) -> Money | None:
+    return None if amount is None or currency is None else Money(amount_minor=amount, currency=currency)
+
+
+def vehicle_from_row(row: sa.Row[Any]) -> Vehicle:
+    """A :class:`Vehicle` from a row selected with the repository's columns."""
+    m = row._mapping
+    data = {c.name: m[c.name] for c in _PLAIN}
+    data["photos"] = tuple(m["photos"] or ())
+    data["price"] = Money(amount_minor=m["price_minor"], currency=m["price_currency"])
+    data["list_price"] = _money(m["list_price_minor"], m["list_price_currency"])
+    data["msrp"] = _money(m["msrp_minor"], m["msrp_currency"])
+    data["mileage"] = Measure(value=m["mileage_value"], unit=m["mileage_unit"])
+    return Vehicle.model_validate(data)
+
+
+def _event(vehicle: Vehicle, change: ChangeType, at: datetime) -> ChangeEvent:
+    return ChangeEvent(
+        id=new_id(),
+        dealership_id=vehicle.dealership_id,
+        resource_type=ResourceType.VEHICLE,
+        resource_id=vehicle.id,
+        change_type=change,
+        status=vehicle.status.value,
+        occurred_at=at,
+        payload={"vin": vehicle.vin, "stock": vehicle.stock},
+    )
+
+
+class SqlInventoryRepository:
+    """:class:`~forecourt.store.base.InventoryRepository` over the ``vehicles`` table."""
+
+    def __init__(self, ctx: TxContext) -> None:
+        self._ctx = ctx
+
+    async def _one(self, *where: sa.ColumnElement[bool], lock: bool = False) -> Vehicle | None:
+        stmt = sa.select(*_SELECT_COLUMNS).where(*where).limit(1)
+        if lock and self._ctx.is_postgres:
+            stmt = stmt.with_for_update()
+        row = (await self._ctx.conn.execute(stmt)).first()
+        return vehicle_from_row(row) if row else None
+
+    async def get(self, dealership_id: str, vehicle_id: str) -> Vehicle | None:
+        """A vehicle by id, whatever its status."""
+        return await self._one(_V.dealership_id == dealership_id, _V.id == vehicle_id)
+
+    async def get_by_vin(self, dealership_id: str, vin: str) -> Vehicle | None:
+        """A vehicle by VIN (case-insensitive), whatever its status."""
+        return await self._one(_V.dealership_id == dealership_id, _V.vin == vin.strip().upper())
+
+    async def get_by_stock(self, dealership_id: str, stock: str) -> Vehicle | None:
+        """A vehicle by stock number (case-insensitive), whatever its status."""
+        return await self._one(_V.dealership_id == dealership_id, _V.stock_l == stock.strip().lower())
+
+    async def search(self, query: InventoryQuery) -> SearchPage:
+        """One page of the vehicles matching ``query`` and the size of the whole matching set."""
+        where = search.conditions(query)
+        stmt = (
+            sa.select(*_SELECT_COLUMNS)
+            .where(*where)
+            .order_by(*search.order_by(query))
+            .offset(query.offset)
+            .limit(query.limit)
+        )
+        items = [vehicle_from_row(r) for r in await self._ctx.conn.execute(stmt)]
+        if query.offset == 0 and len(items) < query.limit:
+            total = len(items)
+        else:
+            total = int((await self._ctx.conn.execute(sa.select(sa.func.count()).where(*where))).scalar_one())
+        return SearchPage(items=items, total=total, offset=query.offset, limit=query.limit)
+
+    async def facets(self, query: InventoryQuery) -> Facets:
+        """Term counts and numeric ranges (price in minor units) over the vehicles matching ``query``."""
+        terms_stmt, ranges_stmt = search.facet_statements(query)
+        term_rows = list(await self._ctx.conn.execute(terms_stmt))
+        range_row = (await self._ctx.conn.execute(ranges_stmt)).one()
+        return search.build_facets(term_rows, range_row)
+
+    async def upsert(self, vehicle: Vehicle) -> bool:
+        """Insert or update by (dealership, VIN); True when created.
+
+        An existing unit keeps its id and ``created_at``. A change to anything but the bookkeeping
+        timestamps writes an ``updated`` event; re-sending an unchanged unit only refreshes
+        ``last_verified_at`` and writes no event, so repeated feed imports are idempotent.
+        """
+        await self._ctx.lock_outbox()
+        existing = await self._one(_V.dealership_id == vehicle.dealership_id, _V.vin == vehicle.vin, lock=True)
+        now = utcnow()
+        if existing is None:
+            created_at = vehicle.created_at or now
+            stamps = {"created_at": created_at, "updated_at": vehicle.updated_at or created_at}
+            fresh = vehicle.model_copy(update=stamps)
+            if await self._ctx.insert_ignore(vehicles, vehicle_row(fresh)):
+                await self._ctx.append_event(_event(fresh, ChangeType.CREATED, created_at))
+                return True
+            existing = await self._one(_V.dealership_id == vehicle.dealership_id, _V.vin == vehicle.vin, lock=True)
+            if existing is None:  # the id, not the VIN, collided with another dealership's vehicle
+                raise AlreadyExists(details={"field": "id"})
+        await self._update_existing(existing, vehicle, now)
+        return False
+
+    async def _update_existing(self, existing: Vehicle, vehicle: Vehicle, now: datetime) -> None:
+        changed = existing.model_dump(exclude=_BOOKKEEPING) != vehicle.model_dump(exclude=_BOOKKEEPING)
+        updated_at = (vehicle.updated_at or now) if changed else existing.updated_at
+        merged = vehicle.model_copy(
+            update={"id": existing.id, "created_at": existing.created_at or now, "updated_at": updated_at}
+        )
+        row = vehicle_row(merged)
+        del row["id"]
+        await self._ctx.update_where(vehicles, (_V.id == existing.id,), row)
+        if changed:
+            await self._ctx.append_event(_event(merged, ChangeType.UPDATED, updated_at or now))
+
+    async def mark_unavailable_except(self, dealership_id: str, keep_vins: set[str], at: datetime) -> int:
+        """Mark every offerable vehicle whose VIN is not in ``keep_vins`` as removed; returns how many."""
+        await self._ctx.lock_outbox()
+        keep = {v.strip().upper() for v in keep_vins}
+        stmt = sa.select(*_SELECT_COLUMNS).where(_V.dealership_id == dealership_id, _V.status.in_(search.OFFERABLE))
+        gone = [v for v in map(vehicle_from_row, await self._ctx.conn.execute(stmt)) if v.vin not in keep]
+        values = {"status": VehicleStatus.REMOVED.value, "updated_at": at}
+        for start in range(0, len(gone), _CHUNK):
+            ids = [v.id for v in gone[start : start + _CHUNK]]
+            await self._ctx.update_where(vehicles, (_V.id.in_(ids),), values)
+        removed = [v.model_copy(update={"status": VehicleStatus.REMOVED, "updated_at": at}) for v in gone]
+        await self._ctx.emit_many([_event(v, ChangeType.UPDATED, at) for v in removed])
+        return len(gone)
+
+    async def set_status(self, dealership_id: str, vehicle_id: str, status: str, at: datetime) -> Vehicle:
+        """Change a vehicle's status (``sold`` also stamps ``sold_at``); raises ``VehicleNotFound``."""
+        try:
+            new_status = VehicleStatus(status)
+        except ValueError as exc:
+            raise InvalidParams(details={"field": "status"}) from exc
+        await self._ctx.lock_outbox()
+        current = await self._one(_V.dealership_id == dealership_id, _V.id == vehicle_id, lock=True)
+        if current is None:
+            raise VehicleNotFound()
+        update: dict[str, Any] = {"status": new_status, "updated_at": at}
+        if new_status is VehicleStatus.SOLD and current.sold_at is None:
+            update["sold_at"] = at
+        changed = current.model_copy(update=update)
+        values = {**update, "status": new_status.value}
+        await self._ctx.update_where(vehicles, (_V.id == vehicle_id,), values)
+        await self._ctx.append_event(_event(changed, ChangeType.UPDATED, at))
+        return changed
+
+    async def comparables(
+        self, make: str, model: str, year_min: int, year_max: int, mileage_max: int | None
+    ) -> list[Vehicle]:
+        """Vehicles of that make and model across all dealerships, sold ones included.
+
+        At most :data:`MAX_COMPARABLES` units, most recently verified first.
+        """
+        where = [
+            _V.make_l == make.strip().lower(),
+            _V.model_l == model.strip().lower(),
+            _V.year >= year_min,
+            _V.year <= year_max,
+        ]
+        if mileage_max is not None:
+            where.append(_V.mileage_value <= mileage_max)
+        stmt = (
+            sa.select(*_SELECT_COLUMNS).where(*where).order_by(_V.last_verified_at.desc(), _V.id).limit(MAX_COMPARABLES)
+        )
+        return [vehicle_from_row(r) for r in await self._ctx.conn.execute(stmt)]
+
+    async def count(self, dealership_id: str | None = None) -> int:
+        """How many vehicles (of one dealership, or in all), whatever their status."""
+        stmt = sa.select(sa.func.count()).select_from(vehicles)
+        if dealership_id is not None:
+            stmt = stmt.where(_V.dealership_id == dealership_id)
+        return int((await self._ctx.conn.execute(stmt)).scalar_one())

@@ -1,0 +1,100 @@
+"""Cursors for list and search actions: opaque, signed, bound to action, dealership and query."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from forecourt.actions import paging
+from forecourt.errors import InvalidCursor, InvalidParams
+from forecourt.settings import Settings
+
+from .builders import NOW
+
+SETTINGS = Settings(cursor_secret="test-cursor-secret", default_page_size=20, max_page_size=100)
+
+
+def first_cursor(params: dict[str, object], *, action: str = "leads.list", dealer: str = "d1") -> str:
+    page = paging.open_page(SETTINGS, action, dealer, params, now=NOW)
+    cursor = paging.next_cursor(SETTINGS, page, 20, 100)
+    assert cursor is not None
+    return cursor
+
+
+def test_the_first_page_starts_at_zero_with_the_default_size() -> None:
+    page = paging.open_page(SETTINGS, "leads.list", "d1", {}, now=NOW)
+    assert (page.offset, page.limit) == (0, 20)
+
+
+def test_a_next_cursor_resumes_after_the_items_returned() -> None:
+    cursor = first_cursor({"status": "new"})
+    page = paging.open_page(SETTINGS, "leads.list", "d1", {"status": "new", "cursor": cursor, "limit": 5}, now=NOW)
+    assert (page.offset, page.limit) == (20, 5)
+
+
+def test_the_last_page_has_no_next_cursor() -> None:
+    page = paging.open_page(SETTINGS, "leads.list", "d1", {}, now=NOW)
+    assert paging.next_cursor(SETTINGS, page, 7, 7) is None
+    assert paging.next_cursor(SETTINGS, page, 0, 50) is None
+    assert "next_cursor" not in paging.page_output([], None, 0)
+
+
+def test_filter_order_does_not_change_the_query_a_cursor_belongs_to() -> None:
+    cursor = first_cursor({"make": ["Toyota", "Honda"]}, action="inventory.search")
+    payload = {"make": ["Honda", "Toyota"], "cursor": cursor}
+    assert paging.open_page(SETTINGS, "inventory.search", "d1", payload, now=NOW).offset == 20
+
+
+@pytest.mark.parametrize(
+    ("action", "dealer", "params"),
+    [
+        ("customers.list", "d1", {"status": "new"}),
+        ("leads.list", "d2", {"status": "new"}),
+        ("leads.list", "d1", {"status": "sold"}),
+    ],
+)
+def test_a_cursor_replayed_against_another_action_dealership_or_query_is_invalid(
+    action: str, dealer: str, params: dict[str, object]
+) -> None:
+    cursor = first_cursor({"status": "new"})
+    with pytest.raises(InvalidCursor) as info:
+        paging.open_page(SETTINGS, action, dealer, {**params, "cursor": cursor}, now=NOW)
+    assert info.value.code == "invalid_cursor"
+
+
+def test_a_forged_or_tampered_cursor_is_invalid() -> None:
+    cursor = first_cursor({})
+    tampered = cursor[:-2] + ("AA" if cursor[-2:] != "AA" else "BB")
+    for bad in (tampered, "not-a-cursor", "eyJvIjoyNX0"):
+        with pytest.raises(InvalidCursor):
+            paging.open_page(SETTINGS, "leads.list", "d1", {"cursor": bad}, now=NOW)
+
+
+def test_a_cursor_signed_with_another_secret_is_invalid() -> None:
+    other = Settings(cursor_secret="another-secret")
+    page = paging.open_page(other, "leads.list", "d1", {}, now=NOW)
+    cursor = paging.next_cursor(other, page, 20, 100)
+    with pytest.raises(InvalidCursor):
+        paging.open_page(SETTINGS, "leads.list", "d1", {"cursor": cursor}, now=NOW)
+
+
+def test_an_expired_cursor_is_invalid() -> None:
+    cursor = first_cursor({})
+    with pytest.raises(InvalidCursor):
+        paging.open_page(SETTINGS, "leads.list", "d1", {"cursor": cursor}, now=NOW + timedelta(days=2))
+
+
+def test_a_cursor_carries_no_filter_values() -> None:
+    import base64
+
+    cursor = first_cursor({"query": "ana@example.com"})
+    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    assert b"ana" not in raw
+
+
+@pytest.mark.parametrize("limit", [0, 101, "5", True])
+def test_a_limit_outside_one_to_the_maximum_is_invalid_params(limit: object) -> None:
+    with pytest.raises(InvalidParams) as info:
+        paging.open_page(SETTINGS, "leads.list", "d1", {"limit": limit}, now=NOW)
+    assert info.value.code == "invalid_params"

@@ -1,0 +1,1 @@
+"""Contract tests for the SQL store, run on SQLite and PostgreSQL."""
