@@ -30,7 +30,7 @@ def _upgrade_on(connection: Connection, database_url: str, revision: str) -> Non
     command.upgrade(cfg, revision)
 
 
-async def upgrade_async(database_url: str, revision: str = "head") -> None:
+async def upgrade_async(database_url: str, revision: str = "heads") -> None:
     """Migrate the database at ``database_url`` to ``revision`` (call from async code).
 
     Args:
@@ -44,7 +44,7 @@ async def upgrade_async(database_url: str, revision: str = "head") -> None:
         await engine.dispose()
 
 
-async def upgrade_engine(engine: AsyncEngine, revision: str = "head") -> None:
+async def upgrade_engine(engine: AsyncEngine, revision: str = "heads") -> None:
     """Migrate through an existing engine (needed for ``sqlite+aiosqlite://`` in-memory databases)."""
     url = engine.url.render_as_string(hide_password=False)
     async with engine.connect() as conn:
@@ -52,7 +52,7 @@ async def upgrade_engine(engine: AsyncEngine, revision: str = "head") -> None:
         await conn.commit()
 
 
-def upgrade(database_url: str, revision: str = "head") -> None:
+def upgrade(database_url: str, revision: str = "heads") -> None:
     """Migrate the database at ``database_url`` to ``revision`` (call from synchronous code).
 
     Works even when an event loop is already running in this thread (the migration then runs on a
