@@ -56,8 +56,11 @@ COLORS = ("White", "Black", "Silver", "Gray", "Blue", "Red", "Green")
 FUELS = ("Gasoline", "Gasoline", "Gasoline", "Hybrid", "Electric", "Diesel")
 DRIVELINES = ("FWD", "AWD", "RWD", "4WD")
 STATUSES = (
-    [VehicleStatus.AVAILABLE] * 85 + [VehicleStatus.IN_TRANSIT] * 5 + [VehicleStatus.SOLD] * 7
-    + [VehicleStatus.PENDING] * 2 + [VehicleStatus.REMOVED]
+    [VehicleStatus.AVAILABLE] * 85
+    + [VehicleStatus.IN_TRANSIT] * 5
+    + [VehicleStatus.SOLD] * 7
+    + [VehicleStatus.PENDING] * 2
+    + [VehicleStatus.REMOVED]
 )
 VIN_CHARS = "ABCDEFGHJKLMNPRSTUVWXYZ0123456789"
 YEAR_CODES = "CDEFGHJKLMNPRS"  # 2012..2025
@@ -151,9 +154,7 @@ async def copy_postgres(database_url: str, rows: Iterator[dict[str, Any]]) -> No
     conn = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://", 1))
     try:
         for batch in chunks(rows, 50_000):
-            records = [
-                tuple(json.dumps(r[c]) if c == "photos" else r[c] for c in columns) for r in batch
-            ]
+            records = [tuple(json.dumps(r[c]) if c == "photos" else r[c] for c in columns) for r in batch]
             await conn.copy_records_to_table("vehicles", records=records, columns=columns)
     finally:
         await conn.close()

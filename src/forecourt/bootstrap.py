@@ -40,6 +40,12 @@ class Services:
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     closers: list[Callable[[], Any]] = field(default_factory=list)
     draining: bool = False
+    aap: Any = None
+    """The AAP dealer agent's runtime (``forecourt.delivery.runtime.AapRuntime``)."""
+    events: Any = None
+    """The outbox dispatcher (``forecourt.events.OutboxDispatcher``): change events onto the event bus."""
+    upstreams: Any = None
+    """The upstream MCP server registry (``forecourt.adapters.upstream.UpstreamHub``)."""
 
     async def start(self) -> None:
         """Start background work (audit flusher, outbox dispatch, deliveries)."""
@@ -76,19 +82,35 @@ def build_catalogue(settings: Settings) -> Catalogue:
     catalogue = Catalogue()
     register_dealer_actions(catalogue, with_adapter=False)
     catalogue.add_adapter(DealerDataAdapter())
+    from forecourt.surfaces.mcp.extra_actions import register_appointment_actions
+
+    register_appointment_actions(catalogue)
+    from forecourt.aap.actions import register_aap_actions
+
+    register_aap_actions(catalogue)
+    from forecourt.adapters.workflow import register_workflow_actions
+
+    register_workflow_actions(catalogue)
+    from forecourt.adapters.knowledge import register_knowledge
+    from forecourt.adapters.named_queries import register_named_queries
+
+    register_knowledge(catalogue)
+    register_named_queries(catalogue)
     return catalogue
 
 
 def build_services(settings: Settings, *, store: Store | None = None) -> Services:
     """Wire store, backends, authenticators, gateway and audit from ``settings``."""
     from forecourt.actions.admin import AdminAdapter, register_admin_actions
+    from forecourt.adapters.config import adapter_defaults_for
+    from forecourt.adapters.models import register_model_actions
     from forecourt.gateway.auth import build_authenticator
     from forecourt.gateway.auth.apikeys import ApiKeyService
     from forecourt.gateway.credentials import build_credential_broker
 
     store = store or open_store(settings)
     backends = build_backends(settings)
-    adapter_configs = AdapterConfigSource()
+    adapter_configs = AdapterConfigSource(adapter_defaults_for(settings))
     metrics = build_metrics()
     audit = AuditWriter(
         store, metrics, batch_size=settings.audit_batch_size, flush_interval_s=settings.audit_flush_interval_s
@@ -110,6 +132,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
         adapter_configs=adapter_configs,
     )
     register_admin_actions(catalogue)
+    model_closers = register_model_actions(catalogue, adapter_configs.defaults, gateway)
     catalogue.add_adapter(
         AdminAdapter(
             ApiKeyService.from_settings(settings, store, backends.revocations), on_change=gateway.tenancy.invalidate
@@ -125,6 +148,22 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
         gateway=gateway,
     )
     services.closers.append(authenticator.aclose)
+    from forecourt.events import OutboxDispatcher
+
+    services.events = OutboxDispatcher(
+        store,
+        backends.events,
+        claims=backends.idempotency if backends.kind == "redis" else None,
+        poll_interval_s=settings.events_poll_interval_s,
+    )
+    services.background.append(services.events.run)
+    services.closers.extend(model_closers)
+    from forecourt.delivery.runtime import build_aap_runtime
+
+    services.aap = build_aap_runtime(services)
+    from forecourt.adapters.upstream import register_upstreams
+
+    services.upstreams = register_upstreams(services)
     return services
 
 
@@ -135,9 +174,29 @@ def _routes(services: Services) -> tuple[list[BaseRoute], list[Middleware]]:
 
     routes: list[BaseRoute] = []
     routes.extend(health_routes(services.store, services.metrics, lambda: services.draining))
+    from forecourt.surfaces.mcp import mcp_routes
+
+    routes.extend(mcp_routes(services))  # "/mcp" exactly; "/mcp/{action}" below stays the REST envelope
     routes.extend(RestSurface(services.gateway, services.settings).routes())
     routes.extend(AdminApi(services.gateway, services.settings).routes())
-    return routes, []
+    from forecourt.surfaces.a2a.app import A2ASurface
+
+    aap = services.aap
+    routes.extend(
+        A2ASurface(
+            services.gateway,
+            services.settings,
+            aap.directory,
+            subscriber=aap.subscribe,
+            stores=(aap.task_store, aap.push_store),
+        ).routes()
+    )
+    from forecourt.surfaces.guard import RequestGuard
+    from forecourt.surfaces.openapi import openapi_routes
+
+    routes.extend(openapi_routes(services.catalogue))
+    # The guard is outermost: every surface (MCP and A2A parse their own bodies) gets bounded input.
+    return routes, [Middleware(RequestGuard, settings=services.settings)]
 
 
 def create_app(settings: Settings | None = None, *, services: Services | None = None) -> Starlette:

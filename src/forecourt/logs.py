@@ -36,13 +36,29 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time of each record.
+
+    A plain ``StreamHandler(sys.stderr)`` keeps the stream object it was given; when something swaps
+    ``sys.stderr`` (test runners, Typer's ``CliRunner``) and closes the old one, every later record fails.
+    """
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        del value
+
+
 def configure_logging(level: str = "INFO", *, json_output: bool = True) -> None:
     """Install the root handler once (stderr, so stdout stays free for ``forecourt mcp --stdio``)."""
     global _configured
     if _configured:
         logging.getLogger().setLevel(level.upper())
         return
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     if json_output:
         handler.setFormatter(JsonFormatter())
     else:

@@ -48,6 +48,27 @@ class Settings(BaseSettings):
     drain_timeout_s: float = 10.0
     allow_private_targets: bool = False
     trusted_proxies: list[str] = Field(default_factory=list)
+    mcp_token: SecretStr | None = None
+    """``FORECOURT_MCP_TOKEN``: the API key or JWT ``forecourt mcp --stdio`` authenticates with."""
+    mcp_max_result_bytes: int = 100_000
+    mcp_sse_ping_s: float = 15.0
+    mcp_session_idle_s: float = 1800.0
+    mcp_max_sessions: int = 10_000
+    mcp_authorization_servers: list[str] = Field(default_factory=list)
+    """OAuth authorization servers named in the MCP protected-resource metadata (default: companies' issuers)."""
+    mcp_anonymous_member: str | None = None
+    """``company/member``: MCP requests without credentials run as this member. For the conformance suite and
+    local development only (the suite cannot send a token); off by default, never set it in production."""
+    upstream_sync_interval_s: float = 30.0
+    """How often each replica re-reads the upstream MCP server registry and retries unreachable upstreams."""
+    events_poll_interval_s: float = 0.25
+    delivery_poll_interval_s: float = 1.0
+    delivery_base_backoff_s: float = 2.0
+    delivery_max_backoff_s: float = 3600.0
+    delivery_max_attempts: int = 15
+    delivery_timeout_s: float = 10.0
+    adapter_config_dir: Path | None = None
+    """A folder of ``<adapter>.yaml`` files replacing the packaged defaults file by file (adapters/config.py)."""
 
     @property
     def is_sqlite(self) -> bool:

@@ -9,7 +9,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from forecourt.store import SqlStore, create_engine, upgrade, upgrade_async, upgrade_engine
-from forecourt.store.sql.tables import metadata
+from forecourt.store.sql.schema import metadata
 
 EXPECTED_TABLES = {
     "profiles",

@@ -88,6 +88,10 @@ class Action:
     domain: str = ""
     result_type: str = "tool.result"
     tags: tuple[str, ...] = ()
+    store_reads_only: bool = False
+    """The adapter only reads the store for this action: it gets a read-only view (no write lock on SQLite)."""
+    owner_company_id: str | None = None
+    """Set on actions one company brought (its upstream MCP servers' tools): nobody else may see or call them."""
 
     @property
     def read_only(self) -> bool:

@@ -6,8 +6,12 @@ from pathlib import Path
 
 import typer
 
-from forecourt.cli import admin, data
+from forecourt.cli import aap, admin, data, leads
+from forecourt.cli import mcp as mcp_cli
+from forecourt.cli import workflows as workflows_cli
 from forecourt.cli.common import ConfigOption, load_settings
+from forecourt.cli.knowledge import knowledge_app, queries_app
+from forecourt.cli.upstreams import upstreams_app
 
 app = typer.Typer(name="forecourt", help="Car dealerships on the agent web.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
@@ -16,6 +20,13 @@ app.add_typer(data.inventory_app, name="inventory")
 app.add_typer(data.audit_app, name="audit")
 app.add_typer(admin.keys_app, name="keys")
 app.add_typer(admin.admin_app, name="admin")
+app.add_typer(aap.aap_app, name="aap")
+app.add_typer(leads.leads_app, name="leads")
+app.add_typer(workflows_cli.workflows_app, name="workflows")
+app.add_typer(knowledge_app, name="knowledge")
+app.add_typer(queries_app, name="queries")
+app.add_typer(upstreams_app, name="upstreams")
+app.command(name="mcp")(mcp_cli.mcp)
 
 
 @app.command()

@@ -31,7 +31,7 @@ BUYER_TOOLS = (
     "inventory.facets",
     "inventory.vehicle",
     "leads.create",
-    "lead.submit",
+    "aap.*",
 )
 BUYER_SCOPES = ("amcp:inventory:read", "amcp:leads:write")
 DEALER_DOMAINS = (
@@ -45,6 +45,7 @@ DEALER_DOMAINS = (
     "workflow",
     "models",
     "events",
+    "reports",
 )
 DEALER_SCOPES = tuple(f"amcp:{d}:{rw}" for d in DEALER_DOMAINS for rw in ("read", "write"))
 

@@ -7,18 +7,19 @@ authenticate → check claims → validate → resolve dealership → authorize 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionContext
 from forecourt.domain.tenancy import Dealership
@@ -28,12 +29,12 @@ from forecourt.errors import (
     IdempotencyInProgress,
     InternalError,
     InvalidParams,
-    Overloaded,
     TenancyDenied,
     Timeout,
     Unauthorized,
     UnknownAction,
 )
+from forecourt.gateway.adapter_runtime import AdapterConfigSource, Bulkhead, positive
 from forecourt.gateway.audit import AuditWriter
 from forecourt.gateway.base import (
     Authenticator,
@@ -48,38 +49,20 @@ from forecourt.gateway.base import (
     ResultCache,
 )
 from forecourt.gateway.limits import LimitPlan
+from forecourt.gateway.number_bounds import check_number_bounds
 from forecourt.gateway.policy import Decision, TenancyCache, decide
-from forecourt.gateway.redact import PII_KEYS, canonical_json, digest, redact
-from forecourt.gateway.telemetry import Metrics
+from forecourt.gateway.redact import PII_KEYS, canonical_json, digest, redact, redact_for_audit
+from forecourt.gateway.store_faults import STORE_UNAVAILABLE, StoreUnavailable
+from forecourt.gateway.telemetry import Metrics, parent_context
 from forecourt.gateway.validation import SchemaValidator
 from forecourt.settings import Settings
 from forecourt.store.base import AuditRecord, Store
+from forecourt.store.views import ReadOnlyStore
 
 logger = logging.getLogger(__name__)
-_propagator = TraceContextTextMapPropagator()
 IDEMPOTENCY_TTL_S = 24 * 3600.0
 
-
-class AdapterConfigSource:
-    """Adapter configuration: defaults per adapter, overridden per company (``settings/adapters/{id}``)."""
-
-    def __init__(self, defaults: Mapping[str, Mapping[str, Any]] | None = None) -> None:
-        self.defaults: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (defaults or {}).items()}
-
-    async def resolve(self, store: Store, adapter_id: str, company_id: str | None) -> dict[str, Any]:
-        """The default config with the company's override merged on top (one level deep)."""
-        config = dict(self.defaults.get(adapter_id, {}))
-        if company_id is None:
-            return config
-        async with store.transaction() as uow:
-            override = await uow.tenancy.get_adapter_setting(company_id, adapter_id)
-        if override is not None:
-            for key, value in override.config.items():
-                if isinstance(value, dict) and isinstance(config.get(key), dict):
-                    config[key] = {**config[key], **value}
-                else:
-                    config[key] = value
-        return config
+__all__ = ["AdapterConfigSource", "Bulkhead", "Gateway"]
 
 
 @dataclass
@@ -89,6 +72,8 @@ class _Call:
     inv: Invocation
     trace_id: str
     started: float
+    recording: bool = True
+    model: str = "-"
     action: Action | None = None
     principal: Principal | None = None
     dealership_id: str | None = None
@@ -134,9 +119,11 @@ class Gateway:
         self.adapter_configs = adapter_configs or AdapterConfigSource()
         self.limits = limits or LimitPlan.from_settings(settings)
         self.tenancy = TenancyCache(store)
+        self._read_view = ReadOnlyStore(store)
+        self.tenancy.on_invalidate.append(self.adapter_configs.invalidate)
         self.validator = SchemaValidator()
         self.clock = clock
-        self._bulkheads: dict[str, asyncio.Semaphore] = {}
+        self._bulkheads: dict[str, Bulkhead] = {}
         self.in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -145,20 +132,31 @@ class Gateway:
 
     async def invoke(self, inv: Invocation) -> Outcome:
         """Run one invocation; raises a :class:`ForecourtError` (with ``trace_id`` set) when it fails."""
-        ctx = _propagator.extract({"traceparent": inv.traceparent}) if inv.traceparent else None
+        ctx, caller_trace = parent_context(inv.traceparent, inv.trace_id)
         self.in_flight += 1
         self._idle.clear()
         try:
             with self.tracer.start_as_current_span("gateway.invoke", context=ctx) as span:
-                span.set_attribute("forecourt.action", inv.action)
-                call = _Call(inv=inv, trace_id=self._trace_id(inv, span), started=time.perf_counter())
+                span.set_attribute("forecourt.action", inv.action[:128])
+                trace_id = self._trace_id(inv, span, caller_trace)
+                call = _Call(inv=inv, trace_id=trace_id, started=time.perf_counter(), recording=span.is_recording())
                 try:
                     outcome = await self._run(call)
                 except ForecourtError as exc:
                     self._fail(call, exc, span)
                     raise
+                except asyncio.CancelledError:
+                    # The client went away (or the server is stopping): record it as such, not as a success.
+                    call.status, call.error_code, call.result_class = 499, "cancelled", "cancelled"
+                    raise
+                except STORE_UNAVAILABLE as exc:
+                    # A database restart is the caller's cue to retry, not an internal error.
+                    logger.warning("database unavailable in action %s: %s", inv.action[:128], type(exc).__name__)
+                    unavailable = StoreUnavailable(details={"retry_after": 1})
+                    self._fail(call, unavailable, span)
+                    raise unavailable from exc
                 except Exception as exc:  # top of the pipeline: nothing internal leaves it
-                    logger.exception("unhandled error in action %s (trace %s)", inv.action, call.trace_id)
+                    logger.exception("unhandled error in action %s (trace %s)", inv.action[:128], call.trace_id)
                     wrapped = InternalError()
                     self._fail(call, wrapped, span)
                     raise wrapped from exc
@@ -185,7 +183,8 @@ class Gateway:
         dealership = await self.tenancy.dealership(dealership_id) if dealership_id else None
         if dealership_id is None and len(principal.dealership_ids) == 1:
             dealership = await self.tenancy.dealership(next(iter(principal.dealership_ids)))
-        policies = await self.tenancy.policies(principal.company_id)
+        owner = principal.company_id or (dealership.company_id if dealership else None)
+        policies = await self.tenancy.policies(owner)
         allowed: list[Action] = []
         for action in self.catalogue.all():
             target = dealership
@@ -205,26 +204,47 @@ class Gateway:
         call.action = action
         if inv.claimed_type is not None and inv.claimed_type != action.type:
             raise InvalidParams("action.type does not match the action.", details={"expected": action.type})
-        with self.tracer.start_as_current_span("gateway.authenticate"):
+        with self._span(call, "gateway.authenticate"):
             principal = await self._authenticate(inv, action)
         call.principal = principal
         call.company_id = principal.company_id
         self._check_claims(inv, principal)
         payload = dict(inv.payload)
-        with self.tracer.start_as_current_span("gateway.validate"):
+        with self._span(call, "gateway.validate"):
             self.validator.validate(action.input_schema, payload)
-        dealership = await self._resolve_dealership(action, payload, principal, inv)
-        call.dealership_id = dealership.id if dealership else None
-        with self.tracer.start_as_current_span("gateway.authorize"):
+            check_number_bounds(payload)
+        with self._span(call, "gateway.authorize"):
+            dealership = await self._resolve_dealership(action, payload, principal, inv)
+            call.dealership_id = dealership.id if dealership else None
+            if call.company_id is None and dealership is not None:
+                # Anonymous calls are audited (and exported) under the company whose dealer agent they reached.
+                call.company_id = dealership.company_id
             await self._authorize(action, payload, principal, dealership, inv, call)
-        decision = await self._rate_limit(action, principal, call)
+        with self._span(call, "gateway.rate_limit"):
+            decision = await self._rate_limit(action, principal, call)
         return await self._execute_guarded(call, action, payload, principal, dealership, decision)
 
-    def _trace_id(self, inv: Invocation, span: trace.Span) -> str:
+    def _trace_id(self, inv: Invocation, span: trace.Span, caller_trace: bool) -> str:
+        """The trace id the response and the audit record carry.
+
+        The span's (W3C) trace id when there is one, which continues an incoming ``traceparent`` or a
+        32-hex ``caller.traceId``; a caller's trace id of another shape is kept as given (it is then
+        recorded on the span as ``forecourt.caller_trace_id``).
+        """
         span_ctx = span.get_span_context()
-        if span_ctx.is_valid and (inv.traceparent or not inv.trace_id):
+        if inv.trace_id and not caller_trace and not inv.traceparent:
+            if span.is_recording():
+                span.set_attribute("forecourt.caller_trace_id", inv.trace_id[:128])
+            return inv.trace_id[:128]
+        if span_ctx.is_valid:
             return format(span_ctx.trace_id, "032x")
-        return (inv.trace_id or uuid.uuid4().hex)[:64]
+        return (inv.trace_id or uuid.uuid4().hex)[:128]
+
+    def _span(self, call: _Call, name: str) -> AbstractContextManager[Any]:
+        """A child span for one stage, or nothing when the call's trace is not being recorded."""
+        if not call.recording:
+            return contextlib.nullcontext()
+        return self.tracer.start_as_current_span(name)
 
     async def _authenticate(self, inv: Invocation, action: Action | None) -> Principal:
         if inv.principal is not None:
@@ -283,7 +303,8 @@ class Gateway:
         inv: Invocation,
         call: _Call,
     ) -> None:
-        policies = await self.tenancy.policies(principal.company_id)
+        owner = principal.company_id or (dealership.company_id if dealership else None)
+        policies = await self.tenancy.policies(owner)
         decision: Decision = decide(
             action,
             principal,
@@ -294,7 +315,6 @@ class Gateway:
         )
         if not decision.allowed:
             call.extra["denial"] = decision.reason
-            self.metrics.denials.labels(decision.reason, action.name).inc()
             assert decision.error is not None
             raise decision.error
 
@@ -340,7 +360,8 @@ class Gateway:
         decision: RateDecision | None,
     ) -> Outcome:
         key = f"cache:{action.name}:{action.version}:{dealership.id if dealership else '-'}:{digest(payload)}"
-        cached = await self.cache.get(key)
+        with self._span(call, "gateway.cache"):
+            cached = await self.cache.get(key)
         if cached is not None:
             self.metrics.cache_hits.labels(action.name).inc()
             data = json.loads(cached)
@@ -366,7 +387,8 @@ class Gateway:
         who = principal.rate_key
         key = f"idem:{who}:{action.name}:{dealership.id if dealership else '-'}:{idem_key[:200]}"
         request_digest = digest(payload)
-        existing = await self.idempotency.reserve(key, request_digest, IDEMPOTENCY_TTL_S)
+        with self._span(call, "gateway.idempotency"):
+            existing = await self.idempotency.reserve(key, request_digest, IDEMPOTENCY_TTL_S)
         if existing is not None:
             if existing.request_digest != request_digest:
                 raise IdempotencyConflict()
@@ -399,13 +421,13 @@ class Gateway:
             raise InternalError()
         company_id = principal.company_id or (dealership.company_id if dealership else None)
         config = await self.adapter_configs.resolve(self.store, action.adapter, company_id)
-        credential = await self._credential(action, company_id, config)
+        credential = await self._credential(call, action, company_id, config)
         ctx = ExecutionContext(
             action=action,
             principal=principal,
             dealership_id=dealership.id if dealership else None,
             company_id=company_id,
-            store=self.store,
+            store=self._read_view if action.store_reads_only else self.store,
             settings=self.settings,
             now=self.clock(),
             trace_id=call.trace_id,
@@ -414,34 +436,45 @@ class Gateway:
             invoke=self._invoker_for(call.inv, principal),
             idempotency_key=call.inv.idempotency_key,
         )
-        timeout_s = float(config.get("timeout_s", action.timeout_s))
-        bulkhead = self._bulkhead(action.adapter, int(config.get("concurrency", 64)))
-        with self.tracer.start_as_current_span(f"adapter.{action.adapter}") as span:
-            span.set_attribute("forecourt.adapter", action.adapter)
+        timeout_s, concurrency = self._limits(action, config)
+        bulkhead = self._bulkhead(action.adapter, concurrency)
+        with self._span(call, f"adapter.{action.adapter}"):
             try:
                 async with asyncio.timeout(timeout_s):
                     async with bulkhead:
                         result = await adapter.execute(payload, ctx)
             except TimeoutError as exc:
                 raise Timeout(details={"timeout_s": timeout_s}) from exc
-        return self._redact_output(result, principal)
+        if action.type == "model.invoke" and isinstance(payload.get("model"), str):
+            # Labelled only once the adapter accepted the model, so callers cannot mint metric series.
+            call.model = str(payload["model"])[:64]
+        return await self._redact_output(result, company_id)
 
     async def _credential(
-        self, action: Action, company_id: str | None, config: Mapping[str, Any]
+        self, call: _Call, action: Action, company_id: str | None, config: Mapping[str, Any]
     ) -> IssuedCredential | None:
         if self.credentials is None or not config.get("credentials"):
             return None
-        with self.tracer.start_as_current_span("gateway.credentials"):
+        with self._span(call, "gateway.credentials"):
             return await self.credentials.issue(action.adapter, company_id, config)
 
-    def _bulkhead(self, adapter_id: str, size: int) -> asyncio.Semaphore:
-        sem = self._bulkheads.get(adapter_id)
-        if sem is None:
-            sem = asyncio.Semaphore(max(size, 1))
-            self._bulkheads[adapter_id] = sem
-        if sem.locked() and len(getattr(sem, "_waiters", None) or ()) > size * 4:
-            raise Overloaded(details={"adapter": adapter_id})
-        return sem
+    def _limits(self, action: Action, config: Mapping[str, Any]) -> tuple[float, int]:
+        """The call's timeout and its adapter's concurrency cap.
+
+        The operator's adapter configuration sets both; a company override may shorten the timeout but
+        never lengthen it, and cannot resize the bulkhead every company shares (nor break calls with a
+        malformed value).
+        """
+        operator = self.adapter_configs.defaults.get(action.adapter, {})
+        ceiling = positive(operator.get("timeout_s"), action.timeout_s)
+        timeout_s = min(positive(config.get("timeout_s"), ceiling), ceiling)
+        return timeout_s, int(positive(operator.get("concurrency"), 64))
+
+    def _bulkhead(self, adapter_id: str, size: int) -> Bulkhead:
+        bulkhead = self._bulkheads.get(adapter_id)
+        if bulkhead is None:
+            bulkhead = self._bulkheads[adapter_id] = Bulkhead(adapter_id, size)
+        return bulkhead
 
     def _invoker_for(self, parent: Invocation, principal: Principal) -> Any:
         async def invoke(action: str, payload: Mapping[str, Any]) -> Any:
@@ -458,12 +491,12 @@ class Gateway:
 
         return invoke
 
-    def _redact_output(self, result: AdapterResult, principal: Principal) -> AdapterResult:
+    async def _redact_output(self, result: AdapterResult, company_id: str | None) -> AdapterResult:
+        # The data owner's policy decides (the dealership's company for anonymous callers too), so a
+        # cached result is redacted the same way whoever filled the cache.
         fields: set[str] = set()
-        if principal.company_id is not None:
-            cached = self.tenancy.cached_policies(principal.company_id)
-            for policy in cached:
-                fields.update(f.lower() for f in policy.redact_fields)
+        for policy in await self.tenancy.policies(company_id):
+            fields.update(f.lower() for f in policy.redact_fields)
         if not fields:
             return result
         return AdapterResult(
@@ -489,6 +522,9 @@ class Gateway:
         call.status = exc.http_status
         call.error_code = exc.code
         call.result_class = "denied" if exc.http_status in (401, 403, 429) else "error"
+        if call.result_class == "denied":
+            reason = str(call.extra.get("denial") or exc.code)
+            self.metrics.denials.labels(reason, call.action.name if call.action else "unknown").inc()
         exc.trace_id = call.trace_id
         span.set_status(Status(StatusCode.ERROR, exc.code))
         span.set_attribute("forecourt.error_code", exc.code)
@@ -498,14 +534,15 @@ class Gateway:
         action = call.action
         name = action.name if action else "unknown"
         adapter = action.adapter if action else "-"
-        model = str(call.inv.payload.get("model", "-"))[:64] if action and action.type == "model.invoke" else "-"
+        model = call.model
         company = call.company_id or "-"
         self.metrics.calls.labels(name, adapter, company, model, str(call.status)).inc()
         self.metrics.duration.labels(name, adapter, company, model).observe(duration)
-        redact_keys = set(PII_KEYS)
+        redact_keys = PII_KEYS
         if call.company_id is not None:
-            for policy in self.tenancy.cached_policies(call.company_id):
-                redact_keys.update(f.lower() for f in policy.redact_fields)
+            extra = {f.lower() for p in self.tenancy.cached_policies(call.company_id) for f in p.redact_fields}
+            if extra:
+                redact_keys = PII_KEYS | extra
         payload = dict(call.inv.payload) if action else {}
         self.audit.record(
             AuditRecord(
@@ -516,7 +553,7 @@ class Gateway:
                 action=name if action else call.inv.action[:100],
                 action_type=action.type if action else "-",
                 args_digest=digest(payload),
-                args_redacted=redact(payload, frozenset(redact_keys)),
+                args_redacted=redact_for_audit(payload, action.input_schema if action else None, redact_keys),
                 result_class=call.result_class,
                 status_code=call.status,
                 error_code=call.error_code,

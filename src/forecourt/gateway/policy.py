@@ -22,6 +22,7 @@ from forecourt.errors import (
     SideEffectsNotAllowed,
     TenancyDenied,
     Unauthorized,
+    UnknownAction,
 )
 from forecourt.gateway.base import Principal
 from forecourt.store.base import Store
@@ -64,13 +65,30 @@ def _deny(error: ForecourtError, reason: str) -> Decision:
     return Decision(False, reason, error)
 
 
+ADMIN_SCOPES = frozenset({"amcp:admin:read", "amcp:admin:write"})
+
+
+def effective_scopes(principal: Principal) -> frozenset[str]:
+    """The scopes a call is checked against.
+
+    An admin member's (``is_admin``) full credential also carries ``amcp:admin:read|write``: being an
+    administrator is a membership fact, not a scope someone must remember to grant. A credential narrowed
+    below the member's own scopes (an API key or token asking for fewer) does not, so a narrowed key
+    handed to a tool can never administer the company.
+    """
+    member = principal.member
+    if member is not None and member.is_admin and frozenset(member.scopes) <= principal.scopes:
+        return principal.scopes | ADMIN_SCOPES
+    return principal.scopes
+
+
 def _member_decision(action: Action, principal: Principal) -> Decision:
     member = principal.member
     if member is None or not member.active:
         return _deny(Unauthorized(), "member_inactive")
     if not matches_any(action.name, member.allowed_tools):
         return _deny(Forbidden("This agent is not allowed to use this action."), "allowed_tools")
-    if not scope_grants(principal.scopes, action.scope, side_effect=action.side_effect):
+    if not scope_grants(effective_scopes(principal), action.scope, side_effect=action.side_effect):
         error = InsufficientScope(details={"required_scope": _required_scope(action)})
         return _deny(error, "scope")
     return _ALLOW
@@ -107,21 +125,32 @@ def decide(
     payload: Mapping[str, Any] | None = None,
     allow_side_effects: bool = True,
 ) -> Decision:
-    """The single authorization decision for ``principal`` running ``action`` at ``dealership``."""
+    """The single authorization decision for ``principal`` running ``action`` at ``dealership``.
+
+    ``policies`` are those of the company whose data is at stake: the caller's, or for an anonymous
+    caller the dealership's company (so a company that turns off, say, lead submission turns it off
+    for the public dealer agent too). A dealership named in a call is checked against the caller's
+    grants even when the action does not require one, so no adapter ever sees another tenant's id.
+    """
+    if action.owner_company_id is not None and principal.company_id != action.owner_company_id:
+        # Another company's own action (its upstream server's tool) looks exactly like one that does not exist.
+        return _deny(UnknownAction(details={"action": action.name[:100]}), "owner")
     if action.side_effect and not allow_side_effects:
         return _deny(SideEffectsNotAllowed(), "meta_side_effects")
     if principal.anonymous:
-        return _anonymous_decision(action, dealership)
+        anonymous = _anonymous_decision(action, dealership)
+        return anonymous if not anonymous.allowed else _policy_decision(action, payload or {}, policies)
     if principal.method == "internal":
         return _ALLOW
     member_decision = _member_decision(action, principal)
     if not member_decision.allowed:
         return member_decision
-    if action.dealer_scoped:
-        if dealership is None:
-            return _deny(TenancyDenied(), "tenancy")
-        if dealership.company_id != principal.company_id or dealership.id not in principal.dealership_ids:
-            return _deny(TenancyDenied(), "tenancy")
+    if action.dealer_scoped and dealership is None:
+        return _deny(TenancyDenied(), "tenancy")
+    if dealership is not None and (
+        dealership.company_id != principal.company_id or dealership.id not in principal.dealership_ids
+    ):
+        return _deny(TenancyDenied(), "tenancy")
     return _policy_decision(action, payload or {}, policies)
 
 
@@ -146,6 +175,8 @@ class TenancyCache:
         self._clock = clock
         self._dealerships: dict[str, tuple[float, Dealership | None]] = {}
         self._policies: dict[str, tuple[float, list[Policy]]] = {}
+        self.on_invalidate: list[Callable[[], None]] = []
+        """Other caches of tenant settings to clear together with this one."""
 
     async def dealership(self, dealership_id: str) -> Dealership | None:
         """The dealership, or ``None`` when it does not exist."""
@@ -153,7 +184,7 @@ class TenancyCache:
         now = self._clock()
         if hit is not None and hit[0] > now:
             return hit[1]
-        async with self._store.transaction() as uow:
+        async with self._store.read() as uow:
             found = await uow.tenancy.get_dealership(dealership_id)
         self._dealerships[dealership_id] = (now + self._ttl, found)
         return found
@@ -166,7 +197,7 @@ class TenancyCache:
         now = self._clock()
         if hit is not None and hit[0] > now:
             return hit[1]
-        async with self._store.transaction() as uow:
+        async with self._store.read() as uow:
             found = await uow.tenancy.list_policies(company_id)
         self._policies[company_id] = (now + self._ttl, found)
         return found
@@ -180,3 +211,5 @@ class TenancyCache:
         """Forget everything (after an admin change on this replica)."""
         self._dealerships.clear()
         self._policies.clear()
+        for listener in self.on_invalidate:
+            listener()

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 REDACTED = "[redacted]"
+UNEXPECTED = "[unexpected]"
+"""Key under which an audited payload counts the keys its schema does not declare (their names may be PII too)."""
 
 # Keys whose values identify a person; always redacted in audit records.
 PII_KEYS = frozenset(
@@ -41,4 +43,39 @@ def redact(value: Any, keys: Iterable[str] = PII_KEYS, *, depth: int = 0) -> Any
         }
     if isinstance(value, list):
         return [redact(v, keyset, depth=depth + 1) for v in value]
+    return value
+
+
+def redact_for_audit(value: Any, schema: Mapping[str, Any] | None, keys: frozenset[str], *, depth: int = 0) -> Any:
+    """Like :func:`redact`, and also drops what the action's input schema does not declare.
+
+    A caller can put anything in a payload the schema rejects (``{"bogus": "jane@example.com"}``); an
+    audit record keeps only declared keys (counted under ``[unexpected]`` otherwise), so a failed call
+    cannot smuggle personal data into the audit trail. Objects whose schema declares no ``properties``
+    are redacted by key name only.
+    """
+    if depth > 32:
+        return REDACTED
+    sub_schema: Mapping[str, Any] = schema if isinstance(schema, Mapping) else {}
+    if isinstance(value, dict):
+        props = sub_schema.get("properties")
+        declared: Mapping[str, Any] | None = props if isinstance(props, Mapping) and props else None
+        out: dict[str, Any] = {}
+        unexpected = 0
+        for k, v in value.items():
+            if declared is not None and k not in declared:
+                unexpected += 1
+            elif str(k).lower() in keys:
+                out[k] = REDACTED
+            else:
+                child = declared.get(k) if declared is not None else None
+                out[k] = redact_for_audit(v, child, keys, depth=depth + 1)
+        if unexpected:
+            out[UNEXPECTED] = unexpected
+        return out
+    if isinstance(value, list):
+        items = sub_schema.get("items")
+        return [
+            redact_for_audit(v, items if isinstance(items, Mapping) else None, keys, depth=depth + 1) for v in value
+        ]
     return value

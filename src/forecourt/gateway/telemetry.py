@@ -6,12 +6,20 @@ Metrics live in a registry per app (not the global one) so several apps can run 
 from __future__ import annotations
 
 import logging
+import random
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, ParentBased, Sampler, SamplingResult
+from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, TraceFlags, TraceState
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from opentelemetry.util.types import Attributes
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from forecourt.settings import Settings
@@ -66,19 +74,98 @@ def build_metrics() -> Metrics:
     )
 
 
-_provider_configured = False
+class ExportAwareSampler(Sampler):
+    """Records spans only once something will export them.
+
+    Without an exporter every span would be built and thrown away: a real cost on each call's hot path.
+    Until :meth:`enable` is called (by :func:`configure_tracing` with an OTLP endpoint, or by
+    :func:`add_span_processor`) spans are not recorded, yet they still carry valid trace ids, so an
+    incoming ``traceparent`` is continued and logs and audit records name the trace. Once enabled it
+    samples like ``ParentBased(ALWAYS_ON)``.
+    """
+
+    def __init__(self) -> None:
+        self.enabled = False
+        self._on = ParentBased(ALWAYS_ON)
+
+    def enable(self) -> None:
+        """Start recording spans."""
+        self.enabled = True
+
+    def should_sample(
+        self,
+        parent_context: Context | None,
+        trace_id: int,
+        name: str,
+        kind: SpanKind | None = None,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        trace_state: TraceState | None = None,
+    ) -> SamplingResult:
+        """Drop while disabled, else sample as the parent did (root spans always)."""
+        chosen = self._on if self.enabled else ALWAYS_OFF
+        return chosen.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
+
+    def get_description(self) -> str:
+        """The sampler's name."""
+        return f"ExportAwareSampler(enabled={self.enabled})"
+
+
+_provider: TracerProvider | None = None
+_sampler: ExportAwareSampler | None = None
 
 
 def configure_tracing(settings: Settings) -> trace.Tracer:
     """The tracer; installs an SDK provider once per process (with OTLP export when configured)."""
-    global _provider_configured
-    if not _provider_configured:
-        provider = TracerProvider(resource=Resource.create({"service.name": "forecourt"}))
+    global _provider, _sampler
+    if _provider is None:
+        _sampler = ExportAwareSampler()
+        _provider = TracerProvider(resource=Resource.create({"service.name": "forecourt"}), sampler=_sampler)
         if settings.otlp_endpoint:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-            provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=settings.otlp_endpoint)))
+            _provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=settings.otlp_endpoint)))
+            _sampler.enable()
             logger.info("OTLP trace export enabled")
-        trace.set_tracer_provider(provider)
-        _provider_configured = True
+        trace.set_tracer_provider(_provider)
     return trace.get_tracer("forecourt.gateway")
+
+
+def add_span_processor(processor: SpanProcessor) -> bool:
+    """Send the process's spans to ``processor`` too (another exporter, or an in-memory one in tests).
+
+    Returns:
+        Whether it was added (``False`` when Forecourt's provider is not the global one, e.g. because
+        the host application installed its own: add the processor there).
+    """
+    if _provider is None or _sampler is None or trace.get_tracer_provider() is not _provider:
+        return False
+    _provider.add_span_processor(processor)
+    _sampler.enable()
+    return True
+
+
+_propagator = TraceContextTextMapPropagator()
+_HEX_TRACE = re.compile(r"[0-9a-fA-F]{32}")
+
+
+def parent_context(traceparent: str | None, caller: str | None) -> tuple[Context | None, bool]:
+    """The trace context a call continues, and whether it came from ``caller.traceId``.
+
+    An incoming W3C ``traceparent`` wins. Otherwise a ``caller.traceId`` of 32 hex digits continues that
+    trace (under a synthetic remote parent), unless the call is nested inside another traced call
+    (workflows calling actions), which it then simply joins.
+    """
+    if traceparent:
+        return _propagator.extract({"traceparent": traceparent}), False
+    if not caller or not _HEX_TRACE.fullmatch(caller) or int(caller, 16) == 0:
+        return None, False
+    if trace.get_current_span().get_span_context().is_valid:
+        return None, False
+    parent = SpanContext(
+        trace_id=int(caller, 16),
+        span_id=random.getrandbits(64) or 1,
+        is_remote=True,
+        trace_flags=TraceFlags(TraceFlags.SAMPLED),
+    )
+    return trace.set_span_in_context(NonRecordingSpan(parent)), True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,6 +12,7 @@ from jsonschema.exceptions import ValidationError
 from forecourt.errors import InvalidParams
 
 _MAX_REPORTED = 5
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 
 
 def _pointer(path: Any) -> str:
@@ -28,7 +30,12 @@ def _describe(error: ValidationError) -> dict[str, Any]:
         detail["missing"] = missing
     elif kind == "additionalProperties" and isinstance(error.instance, dict):
         allowed = set((error.schema.get("properties") or {}).keys()) if isinstance(error.schema, dict) else set()
-        detail["unexpected"] = sorted(str(k)[:64] for k in error.instance if k not in allowed)[:10]
+        extra = [str(k) for k in error.instance if k not in allowed]
+        # A key can itself be personal data ({"jane@example.com": ...}): only identifier-like names are named.
+        named = sorted(k for k in extra if _IDENTIFIER.fullmatch(k))
+        detail["unexpected"] = named[:10]
+        if len(named) < len(extra):
+            detail["unexpected_unnamed"] = len(extra) - len(named)
     elif kind in ("type", "enum", "const", "format", "pattern"):
         expected = error.validator_value
         if kind == "enum" and isinstance(expected, list):

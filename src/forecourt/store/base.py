@@ -235,6 +235,10 @@ class Store(Protocol):
         """A unit of work; everything inside commits together or not at all."""
         ...
 
+    def read(self) -> AbstractAsyncContextManager[UnitOfWork]:
+        """A unit of work that only reads (it may not wait for writers; writing in it is an error)."""
+        ...
+
     async def ping(self) -> bool:
         """Whether the database answers."""
         ...

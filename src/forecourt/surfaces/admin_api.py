@@ -34,6 +34,29 @@ _ROUTES: list[tuple[str, str, str, str | None, dict[str, str]]] = [
     ("GET", "/adapters", "admin.adapters.list", None, {}),
     ("PUT", "/adapters/{item_id}", "admin.adapters.upsert", "config", {"item_id": "adapter_id"}),
     ("GET", "/audit", "admin.audit.list", None, {}),
+    ("GET", "/workflows", "admin.workflows.list", None, {}),
+    ("PUT", "/workflows/{item_id}", "admin.workflows.upload", "", {"item_id": "workflow_id"}),
+    ("GET", "/queries", "admin.queries.list", None, {}),
+    ("PUT", "/queries/{item_id}", "admin.queries.upsert", "query", {"item_id": "id"}),
+    ("DELETE", "/queries/{item_id}", "admin.queries.delete", None, {"item_id": "query_id"}),
+    ("GET", "/upstreams", "admin.upstreams.list", None, {}),
+    ("PUT", "/upstreams/{item_id}", "admin.upstreams.upsert", "upstream", {"item_id": "id"}),
+    ("DELETE", "/upstreams/{item_id}", "admin.upstreams.delete", None, {"item_id": "upstream_id"}),
+    ("GET", "/dealerships/{dealership_id}/documents", "admin.knowledge.list", None, {"dealership_id": "dealership_id"}),
+    (
+        "POST",
+        "/dealerships/{dealership_id}/documents",
+        "admin.knowledge.ingest",
+        "",
+        {"dealership_id": "dealership_id"},
+    ),
+    (
+        "DELETE",
+        "/dealerships/{dealership_id}/documents/{item_id}",
+        "admin.knowledge.delete",
+        None,
+        {"dealership_id": "dealership_id", "item_id": "document_id"},
+    ),
 ]
 _QUERY_PARAMS = {"since": str, "after_id": str, "limit": int}
 

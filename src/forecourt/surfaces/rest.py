@@ -27,6 +27,14 @@ def _envelope_error(exc: ValidationError) -> InvalidRequest:
     return InvalidRequest("The request envelope is invalid.", details={"errors": problems})
 
 
+def _dump(body: ResponseEnvelope) -> dict[str, Any]:
+    """The wire form: ``status`` carries ``error`` only on failure (the seed's ``status{code, message}``)."""
+    data = body.model_dump(mode="json")
+    if data["status"].get("error") is None:
+        data["status"].pop("error", None)
+    return data
+
+
 def _rate_headers(outcome: Outcome) -> dict[str, str]:
     rl = outcome.rate_limit
     if rl is None:
@@ -78,7 +86,10 @@ class RestSurface:
                 processedBy=outcome.processed_by, durationMs=round(outcome.duration_ms, 3), trace=outcome.trace_id
             ),
         )
-        return JSONResponse(body.model_dump(mode="json"), headers=_rate_headers(outcome))
+        headers = _rate_headers(outcome)
+        if outcome.replayed:
+            headers["Idempotent-Replayed"] = "true"
+        return JSONResponse(_dump(body), headers=headers)
 
     def _invocation(self, request: Request, action_name: str, env: RequestEnvelope) -> Invocation:
         if env.action is not None and env.action.name is not None and env.action.name != action_name:
@@ -118,4 +129,4 @@ class RestSurface:
         headers = dict(exc.headers)
         if exc.http_status == 401:
             headers.setdefault("WWW-Authenticate", 'Bearer realm="forecourt"')
-        return JSONResponse(body.model_dump(mode="json"), status_code=exc.http_status, headers=headers)
+        return JSONResponse(_dump(body), status_code=exc.http_status, headers=headers)

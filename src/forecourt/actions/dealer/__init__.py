@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from forecourt.actions.base import Action, Catalogue, Handler
 from forecourt.actions.dealer import deals, events, inventory, leads, people, service
 from forecourt.actions.dealer.common import ADAPTER_ID
@@ -35,7 +37,8 @@ def register_dealer_actions(catalogue: Catalogue, *, with_adapter: bool = True) 
         with_adapter: Also register :class:`~forecourt.adapters.dealer_data.DealerDataAdapter`.
     """
     for action in dealer_actions():
-        catalogue.add(action)
+        # Dealer reads never write, so they may run outside the write lock (SQLite readers never queue).
+        catalogue.add(action if action.side_effect else replace(action, store_reads_only=True))
     if with_adapter:
         from forecourt.adapters.dealer_data import DealerDataAdapter
 

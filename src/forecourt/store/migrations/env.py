@@ -12,7 +12,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from forecourt.store.sql.engine import create_engine
-from forecourt.store.sql.tables import metadata
+from forecourt.store.sql.schema import metadata
 
 config = context.config
 

@@ -27,6 +27,9 @@ def _sqlite_path(database_url: str) -> str | None:
     return database
 
 
+READ_ONLY_KEY = "forecourt_read_only"
+
+
 def create_engine(database_url: str, *, pool_size: int = 10, echo: bool = False) -> AsyncEngine:
     """An async engine for ``sqlite+aiosqlite:///path`` or ``postgresql+asyncpg://...``.
 
@@ -74,6 +77,9 @@ def _sqlite_engine(database_url: str, *, echo: bool) -> AsyncEngine:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        # Writers take the write lock up front (no read-to-write upgrade failures); readers start a
+        # deferred transaction so they never queue behind writers in WAL mode.
+        read_only = conn.info.get(READ_ONLY_KEY, False)
+        conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
     return engine

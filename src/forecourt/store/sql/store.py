@@ -23,6 +23,7 @@ from forecourt.store.base import (
     UnitOfWork,
 )
 from forecourt.store.sql.context import TxContext
+from forecourt.store.sql.engine import READ_ONLY_KEY
 from forecourt.store.sql.inventory import SqlInventoryRepository
 from forecourt.store.sql.people import SqlConsentRepository, SqlCustomerRepository, SqlLeadRepository
 from forecourt.store.sql.records import SqlAuditRepository, SqlDeliveryRepository, SqlOutboxRepository
@@ -69,6 +70,21 @@ class SqlStore:
     async def _transaction(self) -> AsyncIterator[UnitOfWork]:
         async with self.engine.begin() as conn:
             yield SqlUnitOfWork(conn)
+
+    def read(self) -> AbstractAsyncContextManager[UnitOfWork]:
+        """A unit of work for reads only: on SQLite it does not take the write lock, so it never waits for writers."""
+        return self._read()
+
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[UnitOfWork]:
+        async with self.engine.connect() as conn:
+            info = (await conn.get_raw_connection()).info
+            info[READ_ONLY_KEY] = True
+            try:
+                async with conn.begin():
+                    yield SqlUnitOfWork(conn)
+            finally:
+                info.pop(READ_ONLY_KEY, None)
 
     async def ping(self) -> bool:
         """Whether the database answers a trivial query."""

@@ -1,0 +1,247 @@
+"""``vertex.invokeModel``: Gemini and other publisher models on Vertex AI through the ``google-genai`` SDK.
+
+The SDK runs in Vertex mode (``Client(vertexai=True, project, location)``), so it calls
+``POST https://{location}-aiplatform.googleapis.com/v1/projects/{p}/locations/{l}/publishers/google/models/{m}:
+generateContent`` (and ``:streamGenerateContent?alt=sse`` when streaming). Its credential is the short-lived
+Google access token the gateway's broker minted for this call (service account or workload identity, seed 001
+§5), wrapped as ``google.oauth2.credentials.Credentials(token)`` without an expiry: the broker already refreshes
+tokens before they expire, and the SDK must never try to refresh one itself.
+
+Building an SDK client costs far more than a call's overhead should (hundreds of milliseconds: TLS contexts, HTTP
+clients), so one client per event loop and endpoint serves every call; the per-call token reaches it through a
+context variable (:class:`CallToken`), which keeps concurrent calls of different companies apart. The SDK's
+implicit retries are off (no ``retry_options``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextvars import ContextVar
+from typing import Any
+
+import httpx
+from google.auth import credentials as google_credentials
+from google.auth import exceptions as google_exceptions
+from google.genai import Client, errors, types
+
+from forecourt.actions.base import AdapterResult, ExecutionContext
+from forecourt.adapters.models.common import (
+    LoopLocal,
+    ModelChunk,
+    ModelRequest,
+    RuntimeNotConfigured,
+    assemble,
+    checked_endpoint,
+    parse_request,
+    parse_retry_after,
+    text_result,
+    upstream_error,
+)
+from forecourt.errors import InvalidParams, Timeout
+
+logger = logging.getLogger(__name__)
+
+RUNTIME = "vertex"
+_CALL_TOKEN: ContextVar[str | None] = ContextVar("forecourt_vertex_token", default=None)
+
+
+class CallToken(google_credentials.Credentials):
+    """Google credentials whose access token is the current call's (a context variable, so per task).
+
+    No expiry: the gateway's broker refreshes tokens before they expire; the SDK must never refresh one itself.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+
+    @property
+    def token(self) -> str | None:
+        """The token of the call running in this context."""
+        return _CALL_TOKEN.get()
+
+    @token.setter
+    def token(self, value: Any) -> None:
+        del value  # the base class assigns None at construction; the context variable is the source
+
+    def refresh(self, request: Any) -> None:
+        """Refusing: a missing token means the gateway issued none."""
+        del request
+        raise google_exceptions.RefreshError("no access token for this call")  # type: ignore[no-untyped-call]
+
+
+@contextlib.contextmanager
+def provider_errors() -> Iterator[None]:
+    """Turn the SDK's and httpx's exceptions into gateway errors (never carrying Google's message)."""
+    try:
+        yield
+    except errors.APIError as exc:
+        status = int(exc.code) if isinstance(exc.code, int) else 502
+        headers = getattr(exc.response, "headers", None)
+        retry_after = parse_retry_after(headers.get("retry-after")) if headers is not None else None
+        logger.warning("Vertex AI answered HTTP %d (%s)", status, exc.status or "-")
+        raise upstream_error(RUNTIME, status, retry_after=retry_after) from exc
+    except httpx.TimeoutException as exc:
+        logger.warning("Vertex AI timed out")
+        raise Timeout(details={"runtime": RUNTIME}) from exc
+    except httpx.HTTPError as exc:
+        logger.warning("Vertex AI unreachable: %s", type(exc).__name__)
+        raise upstream_error(RUNTIME, None) from exc
+
+
+def _contents(request: ModelRequest) -> list[types.Content]:
+    return [
+        types.Content(role="model" if m.role == "assistant" else "user", parts=[types.Part(text=m.content)])
+        for m in request.prompt_messages
+    ]
+
+
+def _generation_config(request: ModelRequest) -> types.GenerateContentConfig:
+    p = request.params
+    return types.GenerateContentConfig(
+        system_instruction=request.system_text,
+        temperature=p.get("temperature"),
+        max_output_tokens=p.get("maxOutputTokens"),
+        top_p=p.get("topP"),
+        top_k=p.get("topK"),
+        stop_sequences=list(p["stop"]) if p.get("stop") else None,
+        seed=p.get("seed"),
+    )
+
+
+def _finish(response: types.GenerateContentResponse) -> str | None:
+    candidates = response.candidates or []
+    reason = candidates[0].finish_reason if candidates else None
+    return str(reason.value if hasattr(reason, "value") else reason) if reason else None
+
+
+def _chunk(response: types.GenerateContentResponse) -> ModelChunk:
+    usage = response.usage_metadata
+    return ModelChunk(
+        text=_text(response),
+        finish_reason=_finish(response),
+        input_tokens=usage.prompt_token_count if usage else None,
+        output_tokens=usage.candidates_token_count if usage else None,
+        total_tokens=usage.total_token_count if usage else None,
+        model_version=response.model_version,
+    )
+
+
+def _text(response: types.GenerateContentResponse) -> str:
+    # ``response.text`` warns on non-text parts; only the text parts of the first candidate are the answer.
+    candidates = response.candidates or []
+    if not candidates or candidates[0].content is None:
+        return ""
+    return "".join(part.text or "" for part in candidates[0].content.parts or [] if not part.thought)
+
+
+def _new_client(
+    project: str, location: str, base_url: str | None, api_version: str, timeout_s: float
+) -> tuple[Client, httpx.AsyncClient]:
+    http = httpx.AsyncClient(follow_redirects=False)
+    options: dict[str, Any] = {"api_version": api_version, "timeout": int(timeout_s * 1000), "httpx_async_client": http}
+    if base_url:
+        options["base_url"] = base_url
+    client = Client(
+        vertexai=True,
+        project=project,
+        location=location,
+        credentials=CallToken(),
+        http_options=types.HttpOptions(**options),
+    )
+    return client, http
+
+
+async def _close_client(pair: tuple[Client, httpx.AsyncClient]) -> None:
+    client, http = pair
+    await client.aio.aclose()
+    client.close()  # the SDK's own synchronous HTTP client
+    await http.aclose()  # ours: the SDK leaves a client it was given open
+
+
+class VertexAdapter:
+    """Runs ``vertex.invokeModel`` (and ``model.invoke`` calls routed to Vertex)."""
+
+    id = RUNTIME
+
+    def __init__(self, defaults: Mapping[str, Any] | None = None) -> None:
+        """Create the adapter.
+
+        Args:
+            defaults: The operator's configuration of this adapter (its ``base_url`` is trusted; a company's
+                different one only with ``allow_company_endpoints``).
+        """
+        self.defaults = dict(defaults or {})
+        self._clients: LoopLocal[tuple[Client, httpx.AsyncClient]] = LoopLocal(_close_client)
+
+    async def _client(self, context: ExecutionContext) -> Client:
+        config = context.adapter_config
+        project, location = config.get("project"), config.get("location")
+        if not project or not location:
+            raise RuntimeNotConfigured(details={"runtime": RUNTIME})
+        credential = context.credential
+        if credential is None or credential.kind != "bearer" or not credential.value:
+            raise RuntimeNotConfigured("Vertex AI needs a Google credential.", details={"runtime": RUNTIME})
+        timeout_s = float(config.get("timeout_s", context.action.timeout_s))
+        base_url: str | None = None
+        if config.get("base_url"):
+            base_url = await checked_endpoint(
+                config.get("base_url"),
+                operator_url=self.defaults.get("base_url"),
+                allow_company=self.defaults.get("allow_company_endpoints") is True,
+                settings=context.settings,
+                runtime=RUNTIME,
+            )
+        api_version = str(config.get("api_version") or "v1")
+        _CALL_TOKEN.set(credential.value)  # this task's token; the shared client reads it per request
+        key = f"{project}|{location}|{base_url}|{api_version}|{timeout_s}"
+        pair = self._clients.get(
+            key, lambda: _new_client(str(project), str(location), base_url, api_version, timeout_s)
+        )
+        return pair[0]
+
+    async def execute(self, payload: Mapping[str, Any], context: ExecutionContext) -> AdapterResult:
+        """Run one ``generateContent`` call (``streamGenerateContent`` assembled, when ``stream: true``)."""
+        request = parse_request(payload, context.adapter_config)
+        if request.kind != "text":
+            raise InvalidParams("vertex.invokeModel generates text; embeddings are embedding.create's job.")
+        if request.stream:
+            return await assemble(RUNTIME, request, self._stream(request, context))
+        client = await self._client(context)
+        with provider_errors():
+            response = await client.aio.models.generate_content(
+                model=request.model, contents=_contents(request), config=_generation_config(request)
+            )
+        chunk = _chunk(response)
+        return text_result(
+            RUNTIME,
+            request,
+            chunk.text,
+            input_tokens=chunk.input_tokens,
+            output_tokens=chunk.output_tokens,
+            total_tokens=chunk.total_tokens,
+            finish_reason=chunk.finish_reason,
+            model_version=chunk.model_version,
+        )
+
+    async def _stream(self, request: ModelRequest, context: ExecutionContext) -> AsyncIterator[ModelChunk]:
+        client = await self._client(context)
+        with provider_errors():
+            responses = await client.aio.models.generate_content_stream(
+                model=request.model, contents=_contents(request), config=_generation_config(request)
+            )
+            async for response in responses:
+                yield _chunk(response)
+
+    async def stream(self, payload: Mapping[str, Any], context: ExecutionContext) -> AsyncIterator[ModelChunk]:
+        """The completion's pieces as Vertex AI streams them (server-sent events)."""
+        request = parse_request(payload, context.adapter_config)
+        if request.kind != "text":
+            raise InvalidParams("Only text completions stream.")
+        async for chunk in self._stream(request, context):
+            yield chunk
+
+    async def aclose(self) -> None:
+        """Close the SDK clients (and their HTTP clients) of the running loop."""
+        await self._clients.aclose()

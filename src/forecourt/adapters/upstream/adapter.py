@@ -1,0 +1,205 @@
+"""The ``upstream`` adapter: runs upstream tools on the pooled session, and the ``admin.upstreams.*`` actions.
+
+A tool call's output is the upstream's ``CallToolResult`` as JSON (``content``, ``structuredContent``,
+``isError``), unchanged, so the MCP surface can hand it on as is; ``metadata.is_error`` tells a tool-level
+error. A progress callback put in :data:`PROGRESS` by a front door receives the upstream's progress.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Mapping
+from typing import Any
+
+import mcp_types as types
+from mcp import Client
+from mcp.shared.dispatcher import ProgressFnT
+
+from forecourt.actions.base import Action, AdapterResult, ExecutionContext
+from forecourt.adapters.knowledge.service import connection_of
+from forecourt.adapters.upstream.hub import Binding, UpstreamHub, spec_public
+from forecourt.adapters.upstream.pool import UpstreamSession
+from forecourt.adapters.upstream.repository import UpstreamRepository
+from forecourt.adapters.upstream.spec import (
+    ADAPTER_ID,
+    SLUG,
+    NamespaceTaken,
+    UpstreamNotFound,
+    parse_spec,
+    require_operator_for,
+)
+from forecourt.errors import Forbidden, InvalidParams, TenancyDenied, UnknownAction, UpstreamUnavailable
+from forecourt.netguard import check_url_async
+
+ProgressRelay = ProgressFnT
+PROGRESS: contextvars.ContextVar[ProgressRelay | None] = contextvars.ContextVar(
+    "forecourt_upstream_progress", default=None
+)
+"""Set by the MCP surface around a call: where the upstream's progress notifications go."""
+
+_COMPANY: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 128}
+
+
+def _admin(name: str, description: str, props: dict[str, Any], required: list[str], *, write: bool) -> Action:
+    return Action(
+        name=name,
+        type="tool.run",
+        title=name,
+        description=description,
+        input_schema={
+            "type": "object",
+            "properties": {"company_id": _COMPANY, **props},
+            "required": ["company_id", *required],
+            "additionalProperties": False,
+        },
+        output_schema=None,
+        adapter=ADAPTER_ID,
+        scope="amcp:admin:write" if write else "amcp:admin:read",
+        side_effect=write,
+        dealer_scoped=False,
+        domain="admin",
+        tags=("admin", "upstream"),
+    )
+
+
+ADMIN_ACTIONS: tuple[Action, ...] = (
+    _admin("admin.upstreams.list", "List the company's upstream MCP servers and their state.", {}, [], write=False),
+    _admin(
+        "admin.upstreams.upsert",
+        "Register or replace an upstream MCP server (Streamable HTTP url, or stdio command for the operator).",
+        {"upstream": {"type": "object"}},
+        ["upstream"],
+        write=True,
+    ),
+    _admin(
+        "admin.upstreams.delete",
+        "Remove an upstream MCP server; its tools disappear.",
+        {"upstream_id": {"type": "string", "pattern": SLUG.pattern}},
+        ["upstream_id"],
+        write=True,
+    ),
+)
+
+
+def dump_result(result: Any) -> dict[str, Any]:
+    """A result model as its wire JSON (without the transport's ``resultType`` and ``_meta``)."""
+    data: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data.pop("resultType", None)
+    data.pop("_meta", None)
+    return data
+
+
+class UpstreamAdapter:
+    """Runs upstream actions and the upstream admin actions."""
+
+    id = ADAPTER_ID
+
+    def __init__(self, hub: UpstreamHub) -> None:
+        self.hub = hub
+
+    async def execute(self, payload: Mapping[str, Any], context: ExecutionContext) -> AdapterResult:
+        """Run ``context.action``."""
+        name = context.action.name
+        if name.startswith("admin.upstreams."):
+            return await self._admin(name, payload, context)
+        binding = self.hub.binding(name)
+        if binding is None:
+            raise UnknownAction(details={"action": name[:100]})
+        if context.company_id != binding.company_id:
+            raise TenancyDenied()
+        session = self.hub.session(binding.key)
+        if session is None:
+            raise UpstreamUnavailable()
+        if binding.kind == "forward":
+            return await self._forward(session, payload)
+        tool = binding.tool if binding.kind == "tool" else str(payload["name"])
+        arguments = dict(payload) if binding.kind == "tool" else dict(payload.get("arguments") or {})
+        return await self._call(session, binding, tool, arguments)
+
+    async def _call(
+        self, session: UpstreamSession, binding: Binding, tool: str, arguments: dict[str, Any]
+    ) -> AdapterResult:
+        relay = PROGRESS.get()
+
+        async def run(client: Client) -> types.CallToolResult:
+            return await client.call_tool(tool, arguments, progress_callback=relay)
+
+        result = await session.call(run)
+        return AdapterResult(
+            output=dump_result(result),
+            result_type="tool.result",
+            metadata={"upstream": session.spec.id, "tool": tool[:128], "is_error": bool(result.is_error)},
+        )
+
+    async def _forward(self, session: UpstreamSession, payload: Mapping[str, Any]) -> AdapterResult:
+        op = str(payload["op"])
+        uri = str(payload.get("uri") or "")
+        if op.startswith("resources/") and not uri:
+            raise InvalidParams("uri is required.", details={"field": "uri"})
+        if op == "prompts/get" and not payload.get("name"):
+            raise InvalidParams("name is required.", details={"field": "name"})
+
+        async def run(client: Client) -> Any:
+            if op == "resources/read":
+                return await client.read_resource(uri)
+            if op == "resources/subscribe":
+                return await client.subscribe_resource(uri)
+            if op == "resources/unsubscribe":
+                return await client.unsubscribe_resource(uri)
+            arguments = {str(k): str(v) for k, v in dict(payload.get("arguments") or {}).items()}
+            return await client.get_prompt(str(payload["name"]), arguments)
+
+        result = await session.call(run)
+        return AdapterResult(output=dump_result(result), result_type=op, metadata={"upstream": session.spec.id})
+
+    # ------------------------------------------------------------------ admin
+
+    @staticmethod
+    def _company(payload: Mapping[str, Any], ctx: ExecutionContext) -> tuple[str, bool]:
+        company_id = str(payload["company_id"])
+        principal = ctx.principal
+        if principal.method == "internal":
+            return company_id, True
+        member = principal.member
+        if member is None or not member.is_admin or principal.company_id != company_id:
+            raise Forbidden("Only the company's administrators may do this.")
+        return company_id, False
+
+    async def _admin(self, name: str, payload: Mapping[str, Any], ctx: ExecutionContext) -> AdapterResult:
+        company_id, operator = self._company(payload, ctx)
+        await self.hub.load()
+        if name == "admin.upstreams.list":
+            async with ctx.store.transaction() as uow:
+                rows = await UpstreamRepository(connection_of(uow)).list(company_id)
+            return AdapterResult(output={"items": [spec_public(r, self.hub) for r in rows]}, result_type="admin.result")
+        if name == "admin.upstreams.delete":
+            async with ctx.store.transaction() as uow:
+                deleted = await UpstreamRepository(connection_of(uow)).delete(company_id, str(payload["upstream_id"]))
+            if not deleted:
+                raise UpstreamNotFound()
+            await self.hub.reload()
+            return AdapterResult(output={"deleted": True}, result_type="admin.result")
+        return await self._upsert(company_id, operator, payload, ctx)
+
+    async def _upsert(
+        self, company_id: str, operator: bool, payload: Mapping[str, Any], ctx: ExecutionContext
+    ) -> AdapterResult:
+        spec = parse_spec(payload["upstream"])
+        require_operator_for(spec, operator)
+        if spec.url is not None:
+            await check_url_async(spec.url, allow_private=ctx.settings.allow_private_targets)
+        owner = self.hub.namespace_owner(spec.prefix)
+        if owner is not None and owner != f"{company_id}/{spec.id}":
+            raise NamespaceTaken()
+        if spec.prefix and any(
+            a.name.startswith(f"{spec.prefix}.") and a.adapter != ADAPTER_ID for a in self.hub.catalogue.all()
+        ):
+            raise NamespaceTaken()
+        async with ctx.store.transaction() as uow:
+            created = await UpstreamRepository(connection_of(uow)).upsert(
+                company_id, spec, operator=operator, now=ctx.now
+            )
+        await self.hub.reload()
+        return AdapterResult(
+            output={"id": spec.id, "created": created, "upstream": spec.public()}, result_type="admin.result"
+        )

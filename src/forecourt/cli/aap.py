@@ -1,0 +1,23 @@
+"""``forecourt aap check URL``: check any dealer agent against AAP v0.1."""
+
+from __future__ import annotations
+
+import asyncio
+
+import typer
+
+aap_app = typer.Typer(help="Auto Agent Protocol (AAP v0.1) tools.", no_args_is_help=True)
+
+
+@aap_app.command("check")
+def check(
+    url: str = typer.Argument(..., help="Dealer agent base URL (its card is at URL/.well-known/agent-card.json)."),
+    token: str | None = typer.Option(None, "--token", envvar="AAP_TOKEN", help="Bearer token for a private agent."),
+    leads: bool = typer.Option(True, "--leads/--no-leads", help="Submit a clearly marked test lead."),
+) -> None:
+    """Fetch and validate the card and manifest, call every skill on both bindings, print a report."""
+    from forecourt.aap.checker import run_check
+
+    report = asyncio.run(run_check(url, token=token, leads=leads))
+    typer.echo(report.render())
+    raise typer.Exit(0 if report.passed else 1)

@@ -1,0 +1,49 @@
+"""``forecourt leads show LEAD_ID`` and ``forecourt leads adf LEAD_ID``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from forecourt.cli.common import ConfigOption, load_settings, run
+
+leads_app = typer.Typer(help="Leads: delivery status and ADF.", no_args_is_help=True)
+DealershipOption = typer.Option(None, "--dealership", help="Dealership id (default: search every dealership).")
+
+
+@leads_app.command("show")
+def show(lead_id: str, dealership: str | None = DealershipOption, config: Path | None = ConfigOption) -> None:
+    """Print a lead's status and its CRM / webhook delivery status as JSON."""
+    from forecourt.delivery.status import lead_report
+    from forecourt.store import open_store
+
+    settings = load_settings(config)
+
+    async def body() -> str:
+        store = open_store(settings)
+        try:
+            return json.dumps(await lead_report(store, lead_id, dealership), indent=2)
+        finally:
+            await store.close()
+
+    typer.echo(run(body))
+
+
+@leads_app.command("adf")
+def adf(lead_id: str, dealership: str | None = DealershipOption, config: Path | None = ConfigOption) -> None:
+    """Print the lead as ADF 1.0 XML (what the dealership's CRM receives)."""
+    from forecourt.delivery.status import lead_adf
+    from forecourt.store import open_store
+
+    settings = load_settings(config)
+
+    async def body() -> str:
+        store = open_store(settings)
+        try:
+            return await lead_adf(store, lead_id, dealership)
+        finally:
+            await store.close()
+
+    typer.echo(run(body), nl=False)

@@ -1,0 +1,71 @@
+"""``forecourt upstreams``: register, list and remove a company's upstream MCP servers (run as the operator).
+
+The operator may register stdio servers (a command this host runs) and secret locators; company admins use
+the admin API (``/admin/v1/companies/{c}/upstreams``) for Streamable HTTP servers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from forecourt.cli.admin import invoke_admin
+from forecourt.cli.common import ConfigOption, load_settings, run
+
+upstreams_app = typer.Typer(help="Upstream MCP servers federated behind the gateway.", no_args_is_help=True)
+
+
+def _print(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, sort_keys=True))
+
+
+@upstreams_app.command("add")
+def upstreams_add(
+    upstream_id: str = typer.Argument(..., help="Id (slug) of the upstream within the company."),
+    company: str = typer.Option(..., "--company", help="Company id."),
+    url: str | None = typer.Option(None, "--url", help="Streamable HTTP endpoint of the upstream."),
+    command: str | None = typer.Option(None, "--command", help="Start a stdio upstream with this command."),
+    arg: list[str] | None = typer.Option(None, "--arg", help="An argument of --command (repeatable)."),
+    namespace: str | None = typer.Option(
+        None, "--namespace", help='Tool name prefix (default: the id; "" keeps the upstream\'s names).'
+    ),
+    secret_env: str | None = typer.Option(None, "--secret-env", help="Send this variable's value as a bearer."),
+    timeout_s: float = typer.Option(30.0, "--timeout", help="Seconds a call may take."),
+    mode: str = typer.Option("legacy", "--mode", help="legacy (2025-11-25 handshake) or auto."),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Register (or replace) an upstream MCP server for a company."""
+    settings = load_settings(config)
+    definition: dict[str, Any] = {"id": upstream_id, "timeout_s": timeout_s, "mode": mode}
+    if command:
+        definition.update(transport="stdio", command=command, args=list(arg or []))
+    else:
+        definition.update(transport="http", url=url)
+    if namespace is not None:
+        definition["namespace"] = namespace
+    if secret_env:
+        definition["credentials"] = {"type": "secret", "env": secret_env, "kind": "bearer"}
+    payload = {"company_id": company, "upstream": definition}
+    _print(run(lambda: invoke_admin(settings, "admin.upstreams.upsert", payload)))
+
+
+@upstreams_app.command("list")
+def upstreams_list(company: str = typer.Option(..., "--company"), config: Path | None = ConfigOption) -> None:
+    """List the company's upstream MCP servers."""
+    settings = load_settings(config)
+    _print(run(lambda: invoke_admin(settings, "admin.upstreams.list", {"company_id": company})))
+
+
+@upstreams_app.command("remove")
+def upstreams_remove(
+    upstream_id: str = typer.Argument(...),
+    company: str = typer.Option(..., "--company"),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Remove an upstream MCP server."""
+    settings = load_settings(config)
+    payload = {"company_id": company, "upstream_id": upstream_id}
+    _print(run(lambda: invoke_admin(settings, "admin.upstreams.delete", payload)))

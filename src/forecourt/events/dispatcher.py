@@ -1,0 +1,202 @@
+"""The outbox dispatcher: tails the store's outbox and publishes each change event on the event bus.
+
+Every change to a vehicle, lead, appointment, repair order, customer or consent grant is written to the
+outbox in the same transaction as the change (the repositories do it). This dispatcher turns those rows
+into live notifications: it polls the outbox in ``seq`` order and publishes every new event on the
+channel ``changes:<dealership_id>`` of an :class:`~forecourt.gateway.events_bus.EventBus`. With the Redis
+bus, a subscriber connected to any replica hears about a change made through any other replica (or an
+import run from the CLI). Front doors subscribe with :meth:`OutboxDispatcher.subscribe`.
+
+Delivery guarantees:
+
+- At least once while the process runs: each event is published once per dispatcher; with several
+  replicas sharing Redis, pass ``claims`` (the shared idempotency store) so only one replica publishes
+  a given event. A replica that claims an event and dies before publishing loses that live notification;
+  the ``events.list`` replay feed (same outbox) is the backstop, and consumers must be idempotent on the
+  event id anyway.
+- Events committed out of ``seq`` order (concurrent PostgreSQL transactions) are picked up when they
+  land within ``overlap`` sequence numbers behind the newest event already seen: each poll re-reads that
+  window and publishes what it has not published yet.
+- The dispatcher starts at the end of the outbox: history is for ``events.list``, not for live streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from typing import TYPE_CHECKING, Any
+
+from forecourt.domain.events import ChangeEvent
+from forecourt.domain.timeutil import parse_rfc3339, rfc3339
+
+if TYPE_CHECKING:  # runtime imports would close a cycle through forecourt.gateway.backends
+    from forecourt.gateway.base import IdempotencyStore
+    from forecourt.gateway.events_bus import EventBus
+    from forecourt.store.base import Store
+
+logger = logging.getLogger(__name__)
+
+CHANNEL_PREFIX = "changes:"
+CLAIM_TTL_S = 3600.0
+
+
+def event_channel(dealership_id: str) -> str:
+    """The bus channel carrying one dealership's change events."""
+    return f"{CHANNEL_PREFIX}{dealership_id}"
+
+
+def encode_event(event: ChangeEvent) -> bytes:
+    """The wire form of an event on the bus (the payload is left out: it may carry PII)."""
+    body = {
+        "id": event.id,
+        "seq": event.seq,
+        "dealership_id": event.dealership_id,
+        "resource_type": event.resource_type.value,
+        "resource_id": event.resource_id,
+        "change_type": event.change_type.value,
+        "status": event.status,
+        "occurred_at": rfc3339(event.occurred_at),
+    }
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def decode_event(message: bytes) -> ChangeEvent | None:
+    """The event in a bus message, or ``None`` when the message is not one (logged, never raised)."""
+    try:
+        body: dict[str, Any] = json.loads(message)
+        body["occurred_at"] = parse_rfc3339(str(body["occurred_at"]))
+        return ChangeEvent.model_validate(body)
+    except (ValueError, KeyError, TypeError):
+        logger.warning("ignored a malformed change event on the bus")
+        return None
+
+
+class OutboxDispatcher:
+    """Publishes outbox events on the event bus, for subscribers on every replica.
+
+    Args:
+        store: The store whose outbox is tailed.
+        bus: Where events are published (``services.backends.events``).
+        claims: A store shared by all replicas (the Redis idempotency store) so that one replica publishes
+            each event; ``None`` for a single process.
+        poll_interval_s: How long to wait between polls when the outbox is quiet; :meth:`wake` cuts it short.
+        batch_size: Events read per query.
+        overlap: How many sequence numbers behind the newest seen event each poll re-reads (late commits).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        bus: EventBus,
+        *,
+        claims: IdempotencyStore | None = None,
+        poll_interval_s: float = 0.25,
+        batch_size: int = 200,
+        overlap: int = 64,
+    ) -> None:
+        self.store = store
+        self.bus = bus
+        self.claims = claims
+        self.poll_interval_s = poll_interval_s
+        self.batch_size = max(batch_size, 1)
+        self.overlap = max(overlap, 0)
+        self.position: int | None = None
+        self.published = 0
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._seen_max = max(4 * (self.overlap + self.batch_size), 1024)
+        self._wake = asyncio.Event()
+        self.running = asyncio.Event()
+
+    def wake(self) -> None:
+        """Poll now instead of at the end of the current interval (a writer in this process just committed)."""
+        self._wake.set()
+
+    async def start_position(self) -> int:
+        """Begin at the end of the outbox (idempotent: later calls keep the current position)."""
+        if self.position is None:
+            async with self.store.transaction() as uow:
+                position = await uow.outbox.last_seq()
+                # History inside the late-commit window is not news: mark it seen so it is not pushed.
+                recent = await uow.outbox.list_after(max(position - self.overlap, 0), self.overlap)
+            for event in recent:
+                self._remember(event.id)
+            self.position = position
+        return self.position
+
+    async def run(self) -> None:
+        """Poll and publish until cancelled (a ``services.background`` factory)."""
+        await self.start_position()
+        self.running.set()
+        while True:
+            try:
+                await self.poll_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the loop must outlive a database blip; the next poll retries
+                logger.exception("outbox dispatch failed; retrying")
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.poll_interval_s)
+            self._wake.clear()
+
+    async def poll_once(self) -> int:
+        """Publish every event committed since the last poll; returns how many were published."""
+        position = await self.start_position()
+        count = 0
+        if self.overlap and position > 0:
+            async with self.store.transaction() as uow:
+                late = await uow.outbox.list_after(max(position - self.overlap, 0), self.overlap)
+            count += await self._publish_all(e for e in late if e.seq <= position)
+        while True:
+            async with self.store.transaction() as uow:
+                batch = await uow.outbox.list_after(position, self.batch_size)
+            count += await self._publish_all(batch)
+            if batch:
+                position = max(position, batch[-1].seq)
+                self.position = position
+            if len(batch) < self.batch_size:
+                return count
+
+    async def _publish_all(self, events: Any) -> int:
+        count = 0
+        for event in events:
+            if event.id in self._seen:
+                continue
+            self._remember(event.id)
+            if self.claims is not None:
+                taken = await self.claims.reserve(f"outbox-dispatch:{event.id}", "1", CLAIM_TTL_S)
+                if taken is not None:
+                    continue
+            await self.bus.publish(event_channel(event.dealership_id), encode_event(event))
+            count += 1
+        self.published += count
+        return count
+
+    def _remember(self, event_id: str) -> None:
+        self._seen[event_id] = None
+        while len(self._seen) > self._seen_max:
+            self._seen.popitem(last=False)
+
+    @asynccontextmanager
+    async def subscribe(self, dealership_id: str) -> AsyncIterator[AsyncIterator[ChangeEvent]]:
+        """Change events of one dealership, from any replica, as long as the context is open.
+
+        The subscription is attached when the context is entered: every event published afterwards
+        arrives. Usage::
+
+            async with dispatcher.subscribe("demo-toyota-sf") as events:
+                async for event in events:
+                    ...
+        """
+        async with self.bus.subscribe(event_channel(dealership_id)) as sub:
+
+            async def events() -> AsyncIterator[ChangeEvent]:
+                async for message in sub:
+                    event = decode_event(message)
+                    if event is not None and event.dealership_id == dealership_id:
+                        yield event
+
+            yield events()

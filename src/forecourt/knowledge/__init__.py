@@ -1,0 +1,1 @@
+"""Packaged knowledge: demo dealer documents (``docs/``) ingested for the demo dealerships."""

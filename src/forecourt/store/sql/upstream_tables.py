@@ -1,0 +1,18 @@
+"""The registry of upstream MCP servers: one row per server a company federates behind the gateway."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from forecourt.store.sql.tables import JSONType, UtcDateTime, metadata
+
+upstream_servers = sa.Table(
+    "upstream_servers",
+    metadata,
+    sa.Column("company_id", sa.String(), sa.ForeignKey("companies.id"), primary_key=True),
+    sa.Column("id", sa.String(), primary_key=True),
+    sa.Column("definition", JSONType, nullable=False),
+    sa.Column("operator_managed", sa.Boolean(), nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
+)

@@ -1,0 +1,125 @@
+"""The A2A ``AgentExecutor`` of every dealer agent: one DataPart in, one ``Message`` out, via ``Gateway.invoke``.
+
+Errors never become A2A Tasks: the SDK would store a FAILED task holding the customer's message (PII)
+in the task store. The executor records the AAP error in the request's shared ``aap`` slot and answers
+a placeholder ``Message``; the endpoint wrappers in :mod:`forecourt.surfaces.a2a.app` replace the
+response with the AAP error payload (JSON-RPC ``error.data`` or the HTTP+JSON body).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from a2a.helpers import get_data_parts, new_data_part, new_message
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.types import Role
+
+from forecourt.aap.errors import AapError, UnsupportedSkill, aap_error, to_aap_error
+from forecourt.aap.schemas import SKILLS_BY_MEDIA_TYPE, SKILLS_BY_REQUEST_TYPE, Skill, normalise_numbers
+from forecourt.errors import ForecourtError, InternalError
+from forecourt.gateway.base import Credentials, Invocation
+from forecourt.gateway.pipeline import Gateway
+
+logger = logging.getLogger(__name__)
+
+Subscriber = Callable[[str, list[str], str], Awaitable[None]]
+"""Called with (task_id, subject ids, dealership id) when a lead.submit carried a push-notification config."""
+
+
+def _skill_for(data: dict[str, Any], media_type: str) -> Skill:
+    skill = SKILLS_BY_REQUEST_TYPE.get(str(data.get("type")))
+    if skill is None and "type" not in data:
+        skill = SKILLS_BY_MEDIA_TYPE.get(media_type)
+    if skill is None:
+        raise UnsupportedSkill(details={"implemented_skills": sorted(s.id for s in SKILLS_BY_REQUEST_TYPE.values())})
+    return skill
+
+
+class AapExecutor(AgentExecutor):
+    """Runs every AAP skill through the gateway, so auth, policy, limits and audit apply."""
+
+    def __init__(self, gateway: Gateway, subscriber: Subscriber | None = None) -> None:
+        self.gateway = gateway
+        self.subscriber = subscriber
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Answer one SendMessage with one Message (or record an AAP error for the endpoint wrapper)."""
+        state: MutableMapping[str, Any] = context.call_context.state if context.call_context else {}
+        found = state.get("aap")
+        slot: dict[str, Any] = found if isinstance(found, dict) else {}
+        try:
+            reply = await self._run(context, state)
+        except ForecourtError as exc:
+            slot["error"] = to_aap_error(exc)
+            await event_queue.enqueue_event(new_message(parts=[new_data_part({})], role=Role.ROLE_AGENT))
+            return
+        except Exception:  # top of the surface: nothing internal leaves it, and no FAILED task is stored
+            logger.exception("unhandled error in the AAP executor")
+            slot["error"] = to_aap_error(InternalError())
+            await event_queue.enqueue_event(new_message(parts=[new_data_part({})], role=Role.ROLE_AGENT))
+            return
+        await event_queue.enqueue_event(reply)
+
+    async def _run(self, context: RequestContext, state: MutableMapping[str, Any]) -> Any:
+        message = context.message
+        if message is None or not message.parts:
+            raise UnsupportedSkill("The message carries no AAP DataPart.")
+        parts = get_data_parts(list(message.parts))
+        if not parts or not isinstance(parts[0], dict):
+            raise UnsupportedSkill("The first part must be an AAP DataPart.")
+        media_type = next((p.media_type for p in message.parts if p.HasField("data")), "")
+        payload = normalise_numbers(parts[0])
+        skill = _skill_for(payload, media_type)
+        if "type" not in payload:
+            payload = {"type": skill.request_type, **payload}
+        dealership_id = str(state.get("dealership_id") or "")
+        headers: dict[str, str] = state.get("headers") or {}
+        credentials: Credentials = state.get("credentials") or Credentials()
+        outcome = await self.gateway.invoke(
+            Invocation(
+                action=skill.action,
+                payload=payload,
+                credentials=credentials,
+                surface="a2a",
+                request_id=str(state.get("request_id") or message.message_id or "") or None,
+                traceparent=headers.get("traceparent"),
+                session_id=context.context_id,
+                dealership_id=dealership_id,
+                anonymous_dealership=dealership_id,
+            )
+        )
+        if skill.id == "lead.submit":
+            await self._subscribe(context, outcome.output, dealership_id)
+        return new_message(
+            parts=[new_data_part(outcome.output, media_type=skill.response_media_type)],
+            role=Role.ROLE_AGENT,
+            context_id=context.context_id,
+        )
+
+    async def _subscribe(self, context: RequestContext, output: Any, dealership_id: str) -> None:
+        config = context.configuration
+        if self.subscriber is None or config is None or not config.HasField("task_push_notification_config"):
+            return
+        data = output.get("data", {}) if isinstance(output, dict) else {}
+        subjects = [str(data["lead_id"])] if data.get("lead_id") else []
+        appointment = data.get("appointment") or {}
+        if appointment.get("appointment_id"):
+            subjects.append(str(appointment["appointment_id"]))
+        if subjects and context.task_id:
+            await self.subscriber(context.task_id, subjects, dealership_id)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Nothing runs long enough to cancel: every skill answers at once."""
+        slot = context.call_context.state.get("aap") if context.call_context else None
+        if isinstance(slot, dict):
+            slot["error"] = aap_error("UNSUPPORTED_SKILL", "AAP skills answer immediately; there is nothing to cancel.")
+
+
+def recorded_error(scope: MutableMapping[str, Any]) -> AapError | None:
+    """The AAP error the executor recorded for this request, if any."""
+    slot = scope.get("aap")
+    err = slot.get("error") if isinstance(slot, dict) else None
+    return err if isinstance(err, AapError) else None

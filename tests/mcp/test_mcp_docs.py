@@ -1,0 +1,20 @@
+"""docs/mcp.md lists every MCP tool the catalogue offers (regenerate with the command in the failure)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from forecourt.surfaces.mcp.doc import BEGIN, END, current_catalogue, tool_table
+from forecourt.surfaces.mcp.tools import exposed, tool_name
+
+REGENERATE = ".venv/bin/python -m forecourt.surfaces.mcp.doc --write docs/mcp.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"
+
+
+def test_the_mcp_doc_lists_every_tool() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    catalogue = current_catalogue()
+    documented = text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+    missing = [tool_name(a.name) for a in catalogue.all() if exposed(a) and f"`{tool_name(a.name)}`" not in documented]
+    assert not missing, f"run: {REGENERATE} (missing {missing})"
+    assert documented == tool_table(catalogue), f"run: {REGENERATE}"

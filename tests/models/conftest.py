@@ -1,0 +1,75 @@
+"""Fixtures: the demo database is built once per session; each test gets fresh fakes and its own app."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from fakes.openai import fake_openai
+from fakes.triton import fake_triton
+from fakes.vertex import fake_vertex
+
+from .support import NIM_KEY, NIM_KEY_ENV, Fakes, Rig, adapter_files, build_template, start_rig
+
+
+@pytest.fixture(scope="session")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """The demo database with API keys, built once per session."""
+    path = tmp_path_factory.mktemp("models-template") / "template.db"
+    keys = asyncio.run(build_template(path))
+    return path, keys
+
+
+@pytest.fixture(scope="session")
+def running_fakes() -> Iterator[Fakes]:
+    """The fake runtimes on loopback, started once per session."""
+    with ExitStack() as stack:
+        yield Fakes(
+            vertex=stack.enter_context(fake_vertex()),
+            triton=stack.enter_context(fake_triton()),
+            openai=stack.enter_context(fake_openai()),
+            nim=stack.enter_context(
+                fake_openai(api_key=NIM_KEY, models=("meta/llama-3.1-8b-instruct", "nvidia/nv-embedqa-e5-v5"))
+            ),
+        )
+
+
+@pytest.fixture
+def fakes(running_fakes: Fakes, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fakes]:
+    """The fakes, reset for this test; NIM wants a bearer key read from a named variable."""
+    monkeypatch.setenv(NIM_KEY_ENV, NIM_KEY)
+    for fake in (running_fakes.vertex, running_fakes.triton, running_fakes.openai, running_fakes.nim):
+        fake.reset()
+    yield running_fakes
+    for fake in (running_fakes.vertex, running_fakes.triton, running_fakes.openai, running_fakes.nim):
+        fake.faults.release()
+
+
+@pytest.fixture
+async def rig(template: tuple[Path, dict[str, str]], fakes: Fakes, tmp_path: Path) -> AsyncIterator[Rig]:
+    """The app with adapter files pointing at the fakes."""
+    config_dir = adapter_files(tmp_path / "adapters", fakes)
+    made = await start_rig(template[0], template[1], tmp_path, config_dir)
+    try:
+        yield made
+    finally:
+        await made.client.aclose()
+        # Write the audit trail while the app's background tasks still run normally: closing cancels them, and
+        # a task cancelled inside an SQLite transaction can keep the file locked while close() flushes.
+        await made.services.audit.flush()
+        await made.services.close()
+
+
+@pytest.fixture
+def closed_port_url() -> str:
+    """An http URL on loopback where nothing listens (the port was bound, then released)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
