@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DB_FILE := var/forecourt.db
 export FORECOURT_DATABASE_URL ?= sqlite+aiosqlite:///$(CURDIR)/$(DB_FILE)
 
-.PHONY: run test install lint types pytest demo migrate clean bench
+.PHONY: run test install lint types pytest demo migrate clean bench node-deps
 
 $(BIN)/forecourt: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,13 @@ lint: install
 types: install
 	$(BIN)/mypy src
 
-pytest: install
+# Node clients used by interoperability tests (@a2a-js/sdk, the MCP Inspector CLI); skipped quietly without npm.
+node-deps:
+	@if command -v npm >/dev/null 2>&1; then \
+		sh scripts/install-node-deps.sh && bash scripts/mcp-inspector-smoke.sh --install; \
+	else echo "npm not found: Node interoperability tests will skip"; fi
+
+pytest: install node-deps
 	$(BIN)/pytest -q
 
 test: lint types pytest
