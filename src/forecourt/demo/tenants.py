@@ -46,6 +46,7 @@ DEALER_DOMAINS = (
     "models",
     "events",
     "reports",
+    "upstream",
 )
 DEALER_SCOPES = tuple(f"amcp:{d}:{rw}" for d in DEALER_DOMAINS for rw in ("read", "write"))
 

@@ -7,9 +7,10 @@ the SDK's session manager for the app's lifetime:
 - ``/.well-known/oauth-protected-resource/mcp`` (and ``/.well-known/oauth-protected-resource``): RFC 9728;
 - ``/.well-known/automotive-mcp.json``: the AutomotiveMCP manifest (also the resource ``automotive://manifest``).
 
-Legacy (2025-11-25) sessions live in this process's memory: behind a load balancer, route on the
-``Mcp-Session-Id`` header (sticky sessions). 2026-07-28 requests are self-contained and any replica answers
-them; change notifications reach every replica through the event bus.
+Any replica answers any request, in both eras: 2026-07-28 requests are self-contained, and legacy
+(2025-11-25) sessions run on the SDK's stateless transport with self-verifying session ids and subscriptions
+kept in Redis (:mod:`~forecourt.surfaces.mcp.sessions`); change notifications reach every replica through
+the event bus. No sticky sessions are needed behind a load balancer.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from forecourt.surfaces.mcp.http import PRM_PATH, McpHttpGuard, protected_resource_metadata
+from forecourt.surfaces.mcp.http import PRM_PATH, Caller, McpHttpGuard, protected_resource_metadata
 from forecourt.surfaces.mcp.manifest import scopes_of
 from forecourt.surfaces.mcp.server import McpSurface
+from forecourt.surfaces.mcp.sessions import LegacySessions, registry_for
 
 if TYPE_CHECKING:
     from forecourt.bootstrap import Services
@@ -65,6 +67,22 @@ class _Issuers:
         return issuers
 
 
+class _Followed:
+    """The dealerships a legacy session's stream follows: those of the caller's company it may address."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    async def of(self, caller: Caller) -> list[str]:
+        principal = caller.principal
+        if principal is None or principal.company_id is None:
+            return []
+        async with self.services.store.transaction() as uow:
+            dealerships = await uow.tenancy.list_dealerships(principal.company_id)
+        ids = [d.id for d in dealerships]
+        return [i for i in ids if i in principal.dealership_ids] if principal.dealership_ids else ids
+
+
 def mcp_routes(services: Services) -> list[BaseRoute]:
     """The MCP routes; also registers the session manager as a background task of ``services``."""
     settings = services.settings
@@ -78,12 +96,21 @@ def mcp_routes(services: Services) -> list[BaseRoute]:
         # Host and Origin are checked by the guard (glob patterns from settings.allowed_hosts).
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         max_request_body_size=settings.max_body_bytes,
-        session_idle_timeout=settings.mcp_session_idle_s,
-        max_sessions=settings.mcp_max_sessions,
+        # Legacy sessions must not live in one process (see forecourt.surfaces.mcp.sessions).
+        stateless=True,
+    )
+    registry = registry_for(settings)
+    surface.legacy_registry = registry
+    legacy = LegacySessions(
+        manager.handle_request,
+        settings=settings,
+        relay=surface.relay,
+        registry=registry,
+        dealerships=_Followed(services).of,
     )
     ready = asyncio.Event()
     guard = McpHttpGuard(
-        manager.handle_request,
+        legacy,
         gateway=services.gateway,
         settings=settings,
         scope_for=surface.scope_for,
@@ -99,6 +126,7 @@ def mcp_routes(services: Services) -> list[BaseRoute]:
             finally:
                 ready.clear()
                 await surface.close()
+                await registry.close()
 
     services.background.append(run_session_manager)
     issuers = _Issuers(services)

@@ -37,6 +37,7 @@ from forecourt.settings import Settings
 from forecourt.surfaces.mcp import prompts, resources
 from forecourt.surfaces.mcp.http import CALLER_KEY, Caller
 from forecourt.surfaces.mcp.manifest import manifest
+from forecourt.surfaces.mcp.sessions import SubscriptionRegistry
 from forecourt.surfaces.mcp.subscriptions import SubscriptionRelay
 from forecourt.surfaces.mcp.tools import (
     ToolSet,
@@ -111,6 +112,8 @@ class McpSurface:
         self.relay = SubscriptionRelay(dispatcher)
         self.listener = ListenHandler(self.relay.bus, max_subscriptions=4096)
         self.stdio_caller = stdio_caller
+        self.legacy_registry: SubscriptionRegistry | None = None
+        """Where legacy HTTP sessions' subscriptions live (set by the HTTP app; ``None`` for stdio)."""
         self.max_result_bytes = settings.mcp_max_result_bytes
         self.server: Server[Any] = Server(
             "forecourt",
@@ -343,8 +346,13 @@ class McpSurface:
     ) -> types.EmptyResult:
         """``resources/subscribe`` (2025-11-25): updates go out on the session's standalone stream."""
         uri = str(params.uri)
-        parsed = await self.authorize_watch(self.caller(ctx), uri)
+        caller = self.caller(ctx)
+        parsed = await self.authorize_watch(caller, uri)
         assert parsed.dealership_id is not None
+        if caller.session_id is not None and self.legacy_registry is not None:
+            # An HTTP session: any replica may hold its stream, so the subscription goes where all can see it.
+            await self.legacy_registry.add(caller.session_id, uri)
+            return types.EmptyResult()
         conn = ctx.session._connection  # the per-session connection: its lifetime is the subscription's
         key = conn.session_id or f"conn-{id(conn)}"
         if key in self.relay.sessions.get(uri, {}):
@@ -360,6 +368,10 @@ class McpSurface:
         self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
         """``resources/unsubscribe`` (2025-11-25)."""
+        caller = self.caller(ctx)
+        if caller.session_id is not None and self.legacy_registry is not None:
+            await self.legacy_registry.remove(caller.session_id, str(params.uri))
+            return types.EmptyResult()
         conn = ctx.session._connection
         dealership_id = self.relay.remove_session(str(params.uri), conn.session_id or f"conn-{id(conn)}")
         if dealership_id is not None:

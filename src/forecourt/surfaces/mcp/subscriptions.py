@@ -6,7 +6,8 @@ local client watches (one bus subscription per dealership, reference-counted) an
 the resource's URI and its collection's URI:
 
 - 2025-11-25 sessions that ``resources/subscribe``-d to one of them get ``notifications/resources/updated``
-  on their standalone stream;
+  on their standalone stream (over HTTP through :mod:`~forecourt.surfaces.mcp.sessions`, which any replica
+  can serve; over stdio through the SDK session);
 - 2026-07-28 ``subscriptions/listen`` streams get the same through the SDK's subscription bus.
 """
 
@@ -43,6 +44,7 @@ class SubscriptionRelay:
         self._session_uris: dict[str, dict[str, str]] = {}
         self._refs: dict[str, int] = {}
         self._followers: dict[str, asyncio.Task[None]] = {}
+        self._streams: dict[str, set[Any]] = {}
         self.delivered = 0
 
     @property
@@ -100,6 +102,21 @@ class SubscriptionRelay:
                 with contextlib.suppress(Exception):  # best effort: a closed stream must not stop the others
                     await session.send_resource_updated(uri)
                     self.delivered += 1
+        for stream in list(self._streams.get(event.dealership_id, ())):
+            with contextlib.suppress(Exception):  # it filters by its own subscriptions (legacy HTTP sessions)
+                await stream.offer(event)
+
+    def add_stream(self, dealership_id: str, stream: Any) -> None:
+        """Hand every event of ``dealership_id`` to ``stream`` (an object with ``async offer(event)``)."""
+        self._streams.setdefault(dealership_id, set()).add(stream)
+
+    def remove_stream(self, dealership_id: str, stream: Any) -> None:
+        """Stop handing events to ``stream``."""
+        streams = self._streams.get(dealership_id)
+        if streams is not None:
+            streams.discard(stream)
+            if not streams:
+                del self._streams[dealership_id]
 
     def add_session(self, uri: str, session_key: str, session: ServerSession, dealership_id: str) -> bool:
         """Record a legacy subscription; returns False when it already existed."""

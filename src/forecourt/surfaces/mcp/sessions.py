@@ -1,0 +1,317 @@
+"""Legacy (2025-11-25) MCP sessions that any replica can serve.
+
+The SDK keeps a stateful legacy session in the memory of the process that answered ``initialize``; behind a
+load balancer that spreads requests, the next request lands on another replica and gets ``404 Session not
+found``. Forecourt instead runs the legacy era on the SDK's *stateless* transport (every POST is
+self-contained) and adds the two things a session is still needed for:
+
+- **A session id**, issued on ``initialize``: ``<nonce>.<mac>`` where the MAC (HMAC-SHA256 with
+  ``settings.cursor_secret``) binds the nonce to the credential that opened it. Every replica can check it
+  without shared state; a forged id, or a real one presented with another credential, is answered ``404``
+  exactly as an unknown session is. Replicas must share ``FORECOURT_CURSOR_SECRET``.
+- **Subscriptions** (``resources/subscribe``), kept in a :class:`SubscriptionRegistry` keyed by session id —
+  Redis when configured, so a subscription made through replica B is seen by the standalone ``GET`` stream
+  the client holds open on replica A. That stream follows the change events of every dealership of the
+  caller's company (through the event bus, so changes made on any replica arrive) and, for each event,
+  asks the registry whether the session watches the resource or its collection.
+
+``DELETE`` forgets the session's subscriptions. What a legacy session no longer has: server-to-client
+*requests* outside a POST (Forecourt sends none), SSE resumption of the standalone stream, and a per-session
+idle timeout or limit (ids are not stored; subscriptions expire ``mcp_session_idle_s`` after their last use).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Protocol
+
+import redis.asyncio as aioredis
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from sse_starlette.sse import EventSourceResponse
+from starlette.types import Message, Receive, Scope, Send
+
+from forecourt.domain.events import ChangeEvent
+from forecourt.errors import Overloaded
+from forecourt.gateway.backends.redis import UNAVAILABLE
+from forecourt.settings import Settings
+from forecourt.surfaces.mcp.http import CALLER_KEY, Caller, _peek, send_json
+from forecourt.surfaces.mcp.subscriptions import SubscriptionRelay
+from forecourt.surfaces.mcp.uris import event_uris
+
+logger = logging.getLogger(__name__)
+
+SESSION_HEADER = "mcp-session-id"
+MAX_QUEUED = 256
+
+
+class SessionIds:
+    """Issues and checks self-verifying legacy session ids (see the module docstring)."""
+
+    def __init__(self, secret: str) -> None:
+        self._key = hashlib.sha256(b"forecourt-mcp-session|" + secret.encode()).digest()
+
+    def _mac(self, nonce: str, binding: str) -> str:
+        digest = hmac.new(self._key, f"{nonce}|{binding}".encode(), hashlib.sha256).digest()[:18]
+        return base64.urlsafe_b64encode(digest).decode()
+
+    def issue(self, binding: str) -> str:
+        """A new session id bound to ``binding`` (the caller's identity)."""
+        nonce = secrets.token_urlsafe(18)
+        return f"{nonce}.{self._mac(nonce, binding)}"
+
+    def valid(self, session_id: str, binding: str) -> bool:
+        """Whether ``session_id`` was issued (by any replica sharing the secret) to ``binding``."""
+        nonce, dot, mac = session_id.partition(".")
+        if not dot or len(session_id) > 128:
+            return False
+        return hmac.compare_digest(mac, self._mac(nonce, binding))
+
+
+class SubscriptionRegistry(Protocol):
+    """Which resource URIs each legacy session watches (shared by all replicas when backed by Redis)."""
+
+    async def add(self, session_id: str, uri: str) -> None:
+        """Record that ``session_id`` watches ``uri``."""
+
+    async def remove(self, session_id: str, uri: str) -> None:
+        """Forget one watched URI."""
+
+    async def clear(self, session_id: str) -> None:
+        """Forget every URI of a session."""
+
+    async def watched(self, session_id: str, uris: Sequence[str]) -> set[str]:
+        """Those of ``uris`` the session watches."""
+
+    async def touch(self, session_id: str) -> None:
+        """Keep the session's subscriptions alive (its stream is still open)."""
+
+    async def close(self) -> None:
+        """Release connections."""
+
+
+class MemoryRegistry:
+    """One process: the stream and every request of a session are served here."""
+
+    def __init__(self) -> None:
+        self._uris: dict[str, set[str]] = {}
+
+    async def add(self, session_id: str, uri: str) -> None:
+        self._uris.setdefault(session_id, set()).add(uri)
+
+    async def remove(self, session_id: str, uri: str) -> None:
+        self._uris.get(session_id, set()).discard(uri)
+
+    async def clear(self, session_id: str) -> None:
+        self._uris.pop(session_id, None)
+
+    async def watched(self, session_id: str, uris: Sequence[str]) -> set[str]:
+        return self._uris.get(session_id, set()).intersection(uris)
+
+    async def touch(self, session_id: str) -> None:
+        return None
+
+    async def close(self) -> None:
+        self._uris.clear()
+
+
+class RedisRegistry:
+    """A Redis set per session (``<prefix>mcp:legacy:<session id>``) expiring ``ttl_s`` after its last use."""
+
+    def __init__(self, url: str, prefix: str, ttl_s: float) -> None:
+        self._client: aioredis.Redis = aioredis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
+        self._prefix = f"{prefix}mcp:legacy:"
+        self._ttl = max(int(ttl_s), 1)
+
+    async def add(self, session_id: str, uri: str) -> None:
+        key = self._prefix + session_id
+        try:
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.sadd(key, uri)
+                pipe.expire(key, self._ttl)
+                await pipe.execute()
+        except UNAVAILABLE:
+            raise Overloaded("Subscriptions are unavailable; try again shortly.") from None
+
+    async def remove(self, session_id: str, uri: str) -> None:
+        try:
+            await self._client.srem(self._prefix + session_id, uri)
+        except UNAVAILABLE:
+            raise Overloaded("Subscriptions are unavailable; try again shortly.") from None
+
+    async def clear(self, session_id: str) -> None:
+        with contextlib.suppress(*UNAVAILABLE):  # expires on its own
+            await self._client.delete(self._prefix + session_id)
+
+    async def watched(self, session_id: str, uris: Sequence[str]) -> set[str]:
+        if not uris:
+            return set()
+        flags = await self._client.smismember(self._prefix + session_id, list(uris))
+        return {uri for uri, flag in zip(uris, flags, strict=True) if flag}
+
+    async def touch(self, session_id: str) -> None:
+        with contextlib.suppress(*UNAVAILABLE):
+            await self._client.expire(self._prefix + session_id, self._ttl)
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+
+def registry_for(settings: Settings) -> SubscriptionRegistry:
+    """Redis when ``settings.redis_url`` is set (replicas share it), else this process's memory."""
+    if settings.redis_url:
+        return RedisRegistry(settings.redis_url, settings.redis_prefix, settings.mcp_session_idle_s)
+    return MemoryRegistry()
+
+
+class LegacyStream:
+    """One open standalone ``GET`` stream of a legacy session: receives change events, keeps the watched ones."""
+
+    def __init__(self, session_id: str, registry: SubscriptionRegistry) -> None:
+        self.session_id = session_id
+        self.registry = registry
+        self.queue: asyncio.Queue[str] = asyncio.Queue(MAX_QUEUED)
+
+    async def offer(self, event: ChangeEvent) -> None:
+        """Queue a notification for each URI of ``event`` this session watches (best effort)."""
+        uris = list(event_uris(event.dealership_id, event.resource_type, event.resource_id))
+        try:
+            watched = await self.registry.watched(self.session_id, uris)
+        except UNAVAILABLE:
+            logger.warning("legacy MCP stream could not read its subscriptions; an update was not sent")
+            return
+        for uri in uris:
+            if uri in watched and not self.queue.full():
+                self.queue.put_nowait(uri)
+
+    async def messages(self, keepalive_s: float) -> AsyncIterator[dict[str, str]]:
+        """SSE events (``notifications/resources/updated``); refreshes the subscriptions' lifetime meanwhile."""
+        while True:
+            try:
+                uri = await asyncio.wait_for(self.queue.get(), keepalive_s)
+            except TimeoutError:
+                await self.registry.touch(self.session_id)
+                continue
+            note = {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
+            yield {"event": "message", "data": json.dumps(note, separators=(",", ":"))}
+
+
+def binding_of(scope: Scope) -> str:
+    """The identity a session is bound to: the SDK's view of the verified caller, or ``anonymous``."""
+    user = scope.get("user")
+    if not isinstance(user, AuthenticatedUser):
+        return "anonymous"
+    context = authorization_context(user)
+    return "|".join(str(context.get(k) or "-") for k in ("client_id", "issuer", "subject"))
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers") or ():
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+class LegacySessions:
+    """ASGI layer in front of the SDK's (stateless) session manager: ids, the ``GET`` stream, ``DELETE``.
+
+    Args:
+        app: The session manager's ``handle_request`` (``stateless=True``).
+        settings: ``cursor_secret`` (signs ids), ``mcp_sse_ping_s``, ``mcp_session_idle_s``.
+        relay: Follows dealerships' change events on the event bus.
+        registry: Where subscriptions live.
+        dealerships: The dealerships a stream of ``caller`` follows.
+    """
+
+    def __init__(
+        self,
+        app: Callable[[Scope, Receive, Send], Awaitable[None]],
+        *,
+        settings: Settings,
+        relay: SubscriptionRelay,
+        registry: SubscriptionRegistry,
+        dealerships: Callable[[Caller], Awaitable[list[str]]],
+    ) -> None:
+        self.app = app
+        self.settings = settings
+        self.relay = relay
+        self.registry = registry
+        self.dealerships = dealerships
+        self.ids = SessionIds(settings.cursor_secret.get_secret_value())
+        self.streams = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        version = _header(scope, b"mcp-protocol-version")
+        if scope["type"] != "http" or (version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS):
+            await self.app(scope, receive, send)  # the 2026-07-28 era: stateless by design
+            return
+        session_id = _header(scope, SESSION_HEADER.encode())
+        method = scope.get("method")
+        if session_id is not None and not self.ids.valid(session_id, binding_of(scope)):
+            await _jsonrpc_status(send, 404, "Session not found")
+            return
+        if method == "GET":
+            if session_id is None:
+                await _jsonrpc_status(send, 400, "Bad Request: Missing session ID")
+            else:
+                await self._stream(scope, receive, send, session_id)
+        elif method == "DELETE" and session_id is not None:
+            await self.registry.clear(session_id)
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+        elif method == "POST" and session_id is None:
+            await self._maybe_opening(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    async def _maybe_opening(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A POST without a session: an ``initialize`` is answered with a new session id."""
+        body, receive = await _peek(scope, receive)
+        if body is None or body.get("method") != "initialize":
+            await self.app(scope, receive, send)
+            return
+        session_id = self.ids.issue(binding_of(scope))
+
+        async def with_session(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                headers = [*message.get("headers", []), (SESSION_HEADER.encode(), session_id.encode())]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, with_session)
+
+    async def _stream(self, scope: Scope, receive: Receive, send: Send, session_id: str) -> None:
+        """The standalone stream: resource-updated notifications for this session, from any replica's changes."""
+        caller = scope.get(CALLER_KEY)
+        followed = await self.dealerships(caller) if isinstance(caller, Caller) else []
+        stream = LegacyStream(session_id, self.registry)
+        attached: list[str] = []
+        self.streams += 1
+        try:
+            for dealership_id in followed:
+                await self.relay.acquire(dealership_id)
+                attached.append(dealership_id)
+                self.relay.add_stream(dealership_id, stream)
+            keepalive = max(min(self.settings.mcp_session_idle_s / 3, 300.0), 1.0)
+            response = EventSourceResponse(
+                stream.messages(keepalive),
+                headers={"Cache-Control": "no-cache", SESSION_HEADER: session_id},
+            )
+            await response(scope, receive, send)
+        finally:
+            self.streams -= 1
+            for dealership_id in attached:
+                self.relay.remove_stream(dealership_id, stream)
+                self.relay.release(dealership_id)
+
+
+async def _jsonrpc_status(send: Send, status: int, message: str) -> None:
+    await send_json(send, status, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}})
