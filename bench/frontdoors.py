@@ -53,8 +53,8 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def server_env(db_url: str, port: int, redis_url: str | None) -> dict[str, str]:
-    """The ``FORECOURT_*`` environment of the server under test."""
+def server_env(db_url: str, port: int, redis_url: str | None, experiments: list[str] | None = None) -> dict[str, str]:
+    """The ``FORECOURT_*`` environment of the server under test (``experiments``: bench/experiments patches)."""
     env = {
         **os.environ,
         "FORECOURT_DATABASE_URL": db_url,
@@ -62,7 +62,7 @@ def server_env(db_url: str, port: int, redis_url: str | None) -> dict[str, str]:
         "FORECOURT_HOST": "127.0.0.1",
         "FORECOURT_PORT": str(port),
         "FORECOURT_PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
-        "FORECOURT_LOG_LEVEL": "WARNING",
+        "FORECOURT_LOG_LEVEL": os.environ.get("FORECOURT_LOG_LEVEL", "INFO"),  # the production default
         "FORECOURT_RATE_COMPANY_PER_MINUTE": "1000000000",
         "FORECOURT_RATE_MEMBER_PER_MINUTE": "1000000000",
         "FORECOURT_RATE_ACTION_PER_MINUTE": "1000000000",
@@ -71,6 +71,9 @@ def server_env(db_url: str, port: int, redis_url: str | None) -> dict[str, str]:
     if redis_url:
         env["FORECOURT_REDIS_URL"] = redis_url
         env["FORECOURT_REDIS_PREFIX"] = REDIS_PREFIX
+    if experiments:
+        env["FORECOURT_BENCH_EXPERIMENTS"] = ",".join(experiments)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "bench" / "experiments"), env.get("PYTHONPATH")]))
     return env
 
 
@@ -258,11 +261,13 @@ def wrk(door: str, port: int, token: str, seconds: int, connections: int, thread
     return result
 
 
-def run_server(db: str, db_url: str, redis_url: str | None, token: str, workers: int, args: argparse.Namespace) -> list[dict[str, Any]]:
+def run_server(
+    db: str, db_url: str, redis_url: str | None, token: str, workers: int, args: argparse.Namespace
+) -> list[dict[str, Any]]:
     """One server, every requested front door in turn."""
     port = free_port()
     log = Path(args.log_dir) / f"server-{db}-{workers}w.log"
-    server = Server(server_env(db_url, port, redis_url), workers, log)
+    server = Server(server_env(db_url, port, redis_url, args.experiment), workers, log)
     rows = []
     try:
         pids = server.wait_ready()
@@ -276,6 +281,7 @@ def run_server(db: str, db_url: str, redis_url: str | None, token: str, workers:
                 workers=workers,
                 connections=args.connections,
                 worker_pids=pids,
+                experiments=args.experiment or [],
                 peak_rss_mb=[round(vm_kib(p, "VmHWM") / 1024, 1) for p in pids],
                 rss_mb=[round(vm_kib(p, "VmRSS") / 1024, 1) for p in pids],
                 loadavg_1m_before=round(load_before, 2),
@@ -292,15 +298,17 @@ def run_server(db: str, db_url: str, redis_url: str | None, token: str, workers:
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The rows as a Markdown table (as pasted into docs/benchmarks.md)."""
     out = [
-        "| front door | database | workers | conns | req/s | p50 ms | p95 ms | p99 ms | bad | peak RSS/worker MB | load 1m |",
+        "| front door | database | workers | conns | req/s | p50 ms | p95 ms | p99 ms | bad "
+        "| peak RSS/worker MB | load 1m |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
     ]
     for r in rows:
+        door = f"{r['door']} (+{'+'.join(r['experiments'])})" if r.get("experiments") else r["door"]
         bad = r["bad_responses"] + r["socket_errors"]
         rss = " / ".join(f"{x:.0f}" for x in r["peak_rss_mb"])
         load = f"{r['loadavg_1m_before']:.2f}→{r['loadavg_1m_after']:.2f}"
         out.append(
-            f"| {r['door']} | {r['db']} | {r['workers']} | {r['connections']} | {r['rps']:.0f} | {r['p50_ms']:.1f} | "
+            f"| {door} | {r['db']} | {r['workers']} | {r['connections']} | {r['rps']:.0f} | {r['p50_ms']:.1f} | "
             f"{r['p95_ms']:.1f} | {r['p99_ms']:.1f} | {bad} | {rss} | {load} |"
         )
     return "\n".join(out)
@@ -318,6 +326,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="wrk threads")
     parser.add_argument("--pg-admin", default="postgresql://postgres@127.0.0.1:5432/test")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
+    parser.add_argument(
+        "--experiment", nargs="*", default=[], help="what-if patches from bench/experiments/sitecustomize.py"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL database afterwards")
     parser.add_argument("--log-dir", default=None, help="where server logs go (default: a temporary directory)")
     args = parser.parse_args()

@@ -9,8 +9,10 @@ One run builds a demo database (SQLite), then for each of two servers started as
 - ``bare``: an ``MCPServer`` whose ``inventory.search`` tool runs the same store query and representation
   (``uow.inventory.search`` + ``vehicle_repr``) with no gateway, no auth and no audit;
 
-it drives 2026-07-28 ``tools/call`` requests with ``wrk`` (a separate process, bench/mcp_tools_call.lua),
-and prints throughput, p50/p99 and the full/bare ratio as JSON.
+(``--with-static`` adds ``static``: an MCPServer answering a page computed once — the SDK + HTTP ceiling.)
+
+It drives 2026-07-28 ``tools/call`` requests with ``wrk`` (a separate process, bench/lua/mcp.lua; every answer
+is checked), and prints throughput, p50/p95/p99 and the full/bare ratio as JSON.
 
     apt-get install -y wrk
     .venv/bin/python bench/mcp_bench.py --duration 15 --connections 16
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-LUA = ROOT / "bench" / "mcp_tools_call.lua"
+LUA = ROOT / "bench" / "lua" / "mcp.lua"
 PEPPER = "mcp-bench-pepper-0123456789abcdef"
 DEALER = "demo-toyota-sf"
 
@@ -132,9 +134,42 @@ def serve_bare() -> None:
     @server.tool(name="inventory.search", structured_output=True)
     async def inventory_search(dealership_id: str, limit: int = 20) -> dict[str, Any]:
         query = build_query(dealership_id, {"limit": limit}, offset=0, limit=limit)
-        async with store.transaction() as uow:
+        async with store.read() as uow:  # the same read-only unit of work the gateway hands this action
             found = await uow.inventory.search(query)
         return page_output([vehicle_repr(v) for v in found.items], None, found.total)
+
+    app = server.streamable_http_app(host="127.0.0.1")
+    uvicorn.run(app, host="127.0.0.1", port=settings.port, log_level="warning", access_log=False)
+
+
+def serve_static() -> None:
+    """A bare MCPServer answering a page computed once at start-up: the SDK + HTTP ceiling, no database per call."""
+    import uvicorn
+    from mcp.server import MCPServer
+
+    from forecourt.actions.dealer.inventory import build_query
+    from forecourt.actions.dealer.representations import vehicle_repr
+    from forecourt.actions.paging import page_output
+    from forecourt.settings import Settings
+    from forecourt.store import open_store
+
+    settings = Settings()
+
+    async def first_page() -> dict[str, Any]:
+        store = open_store(settings)
+        try:
+            async with store.read() as uow:
+                found = await uow.inventory.search(build_query(DEALER, {"limit": 10}, offset=0, limit=10))
+        finally:
+            await store.close()
+        return page_output([vehicle_repr(v) for v in found.items], None, found.total)
+
+    page = asyncio.run(first_page())
+    server = MCPServer("static")
+
+    @server.tool(name="inventory.search", structured_output=True)
+    async def inventory_search(dealership_id: str, limit: int = 20) -> dict[str, Any]:
+        return page
 
     app = server.streamable_http_app(host="127.0.0.1")
     uvicorn.run(app, host="127.0.0.1", port=settings.port, log_level="warning", access_log=False)
@@ -190,9 +225,9 @@ def _check(port: int, token: str | None) -> None:
 
 
 def _wrk(port: int, token: str | None, args: argparse.Namespace) -> dict[str, Any]:
-    env = {**os.environ, "MCP_TOKEN": token or "", "MCP_DEALERSHIP": DEALER}
+    env = {**os.environ, "BENCH_TOKEN": token or "", "BENCH_DEALERSHIP": DEALER}
     subprocess.run(  # warm-up
-        ["wrk", "-t1", f"-c{args.connections}", "-d3s", "-s", str(LUA), f"http://127.0.0.1:{port}/mcp"],
+        ["wrk", "-t1", f"-c{args.connections}", "-d3s", "-s", str(LUA), f"http://127.0.0.1:{port}/"],
         env=env,
         capture_output=True,
         check=True,
@@ -207,7 +242,7 @@ def _wrk(port: int, token: str | None, args: argparse.Namespace) -> dict[str, An
             "10s",
             "-s",
             str(LUA),
-            f"http://127.0.0.1:{port}/mcp",
+            f"http://127.0.0.1:{port}/",
         ],
         env=env,
         capture_output=True,
@@ -236,7 +271,7 @@ def _run_one(kind: str, db: str, token: str | None, args: argparse.Namespace) ->
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", nargs="?", default="run", choices=["run", "serve-full", "serve-bare"])
+    parser.add_argument("mode", nargs="?", default="run", choices=["run", "serve-full", "serve-bare", "serve-static"])
     parser.add_argument("--duration", type=int, default=15)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--threads", type=int, default=1)
@@ -245,7 +280,13 @@ def main() -> None:
         metavar="ADMIN_URL",
         help="run on a fresh PostgreSQL database, e.g. postgresql://postgres@127.0.0.1/test",
     )
+    parser.add_argument(
+        "--with-static", action="store_true", help="also measure a bare MCPServer answering a precomputed page"
+    )
     args = parser.parse_args()
+    if args.mode == "serve-static":
+        serve_static()
+        return
     if args.mode == "serve-full":
         serve_full()
         return
@@ -258,6 +299,7 @@ def main() -> None:
         )
         try:
             token = asyncio.run(_prepare(db))
+            static = _run_one("static", db, None, args) if args.with_static else None
             bare = _run_one("bare", db, None, args)
             full = _run_one("full", db, token, args)
         finally:
@@ -267,6 +309,7 @@ def main() -> None:
         "full": full,
         "bare": bare,
         "throughput_ratio": round(full["rps"] / bare["rps"], 3),
+        **({"static": static} if static else {}),
         "target": "full >= 0.75 x bare throughput, full p99 <= 50 ms",
         "database": "postgresql" if args.postgres else "sqlite",
         "settings": {"duration_s": args.duration, "connections": args.connections, "wrk_threads": args.threads},

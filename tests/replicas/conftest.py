@@ -7,8 +7,8 @@ own keys, actions or dealership state so that they do not depend on each other's
 from __future__ import annotations
 
 import asyncio
-import uuid
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,7 +31,7 @@ REDIS_URL = os.environ.get("FORECOURT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def cluster_database(postgres_admin_url: str) -> Iterator[str]:
     """A fresh PostgreSQL database for the module's cluster, dropped afterwards."""
     import asyncpg
@@ -52,7 +52,7 @@ def cluster_database(postgres_admin_url: str) -> Iterator[str]:
         asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def cluster_redis() -> Iterator[tuple[str, str]]:
     """The Redis URL and a key prefix for the module; every key under it is deleted afterwards."""
     import redis
@@ -68,7 +68,7 @@ def cluster_redis() -> Iterator[tuple[str, str]]:
         client.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def cluster(
     cluster_database: str, cluster_redis: tuple[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:

@@ -22,11 +22,13 @@ class RoundRobinProxy:
 
     Attributes:
         counts: How many requests each upstream port was sent.
+        streams_opened: How many ``GET`` event streams upstreams have answered (a test can wait for one).
     """
 
     def __init__(self) -> None:
         self.upstreams: list[tuple[str, int]] = []
         self.counts: Counter[int] = Counter()
+        self.streams_opened = 0
         self.port = 0
         self._cycle: itertools.cycle[tuple[str, int]] | None = None
         self._server: asyncio.Server | None = None
@@ -97,6 +99,8 @@ class RoundRobinProxy:
             head = await up_reader.readuntil(b"\r\n\r\n")
             client.write(_strip_hop_by_hop(head))
             await client.drain()
+            if request.startswith(b"GET ") and b"text/event-stream" in head.lower():
+                self.streams_opened += 1  # the upstream has set the stream up once it answers
             while data := await up_reader.read(65536):
                 client.write(data)
                 await client.drain()
@@ -148,4 +152,3 @@ async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
                 if trailer == b"\r\n":
                     return b"".join(parts)
         parts.append(await reader.readexactly(size + 2))
-

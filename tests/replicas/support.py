@@ -47,7 +47,10 @@ async def prepare_database(database_url: str) -> dict[str, str]:
         async with store.transaction() as uow:
             await uow.tenancy.upsert_policy(
                 Policy(
-                    id=f"{MOTOR}-default", company_id=MOTOR, name="default", rate_limits={RATE_LIMITED_ACTION: RATE_LIMIT}
+                    id=f"{MOTOR}-default",
+                    company_id=MOTOR,
+                    name="default",
+                    rate_limits={RATE_LIMITED_ACTION: RATE_LIMIT},
                 )
             )
         service = ApiKeyService(store, PEPPER, MemoryRevocationList())
@@ -168,6 +171,10 @@ class ProxyThread:
     @property
     def counts(self) -> dict[int, int]:
         return dict(self.proxy.counts)
+
+    @property
+    def streams_opened(self) -> int:
+        return self.proxy.streams_opened
 
     def route_to(self, upstreams: list[tuple[str, int]]) -> None:
         self.loop.call_soon_threadsafe(self.proxy.route_to, upstreams)

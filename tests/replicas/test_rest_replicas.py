@@ -84,7 +84,8 @@ async def test_a_cursor_minted_by_one_replica_is_accepted_by_the_other(cluster: 
     async with httpx.AsyncClient(timeout=10) as client:
         first = await _call(client, cluster, "inventory.search", {"dealership_id": TOYOTA, "limit": 3})
         cursor = first.json()["result"]["output"]["next_cursor"]
-        second = await _call(client, cluster, "inventory.search", {"dealership_id": TOYOTA, "limit": 3, "cursor": cursor})
+        page = {"dealership_id": TOYOTA, "limit": 3, "cursor": cursor}
+        second = await _call(client, cluster, "inventory.search", page)
     assert (first.status_code, second.status_code) == (200, 200), second.text
     assert _served_by(first) != _served_by(second)
     page1 = {v["id"] for v in first.json()["result"]["output"]["items"]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import ssl
 from pathlib import Path
@@ -9,6 +10,8 @@ from pathlib import Path
 import uvicorn
 
 from forecourt.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 
 def app_factory() -> object:
@@ -22,6 +25,24 @@ def app_factory() -> object:
     return create_app(settings)
 
 
+_DEV_MARKER = "change-me"
+
+
+def _warn_on_dev_secrets(settings: Settings) -> None:
+    """Say loudly when a server reachable from other hosts runs with the development secrets."""
+    loopback = settings.host in ("127.0.0.1", "localhost", "::1")
+    weak = [
+        name
+        for name, secret in (
+            ("FORECOURT_CURSOR_SECRET", settings.cursor_secret),
+            ("FORECOURT_API_KEY_PEPPER", settings.api_key_pepper),
+        )
+        if _DEV_MARKER in secret.get_secret_value()
+    ]
+    if weak and not loopback:
+        logger.warning("serving on %s with development secrets; set %s", settings.host, ", ".join(weak))
+
+
 def serve_http(
     settings: Settings,
     config: Path | None,
@@ -32,6 +53,7 @@ def serve_http(
     ssl_ca_certs: Path | None = None,
 ) -> None:
     """Run uvicorn; SIGTERM stops accepting, drains in-flight calls and flushes audit before exit."""
+    _warn_on_dev_secrets(settings)
     if config is not None:
         os.environ["FORECOURT_CONFIG"] = str(config)
     os.environ.setdefault("FORECOURT_HOST", settings.host)

@@ -53,6 +53,18 @@ SESSION_HEADER = "mcp-session-id"
 MAX_QUEUED = 256
 
 
+class _QuietStatelessTeardown(logging.Filter):
+    """Drops the SDK's per-request "Terminating session: None" (every stateless legacy POST logs it at INFO)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (isinstance(record.msg, str) and record.msg.startswith("Terminating session: None"))
+
+
+_SDK_TRANSPORT_LOG = logging.getLogger("mcp.server.streamable_http")
+if not any(isinstance(f, _QuietStatelessTeardown) for f in _SDK_TRANSPORT_LOG.filters):
+    _SDK_TRANSPORT_LOG.addFilter(_QuietStatelessTeardown())
+
+
 class SessionIds:
     """Issues and checks self-verifying legacy session ids (see the module docstring)."""
 
