@@ -1,9 +1,18 @@
 // Compares two conformance result folders (direct run vs through the gateway) and prints a table.
 // Usage: node mcp-conformance-compare.mjs <direct dir> <gateway dir>. Each folder holds the suite's
-// server-<scenario>-<timestamp>/checks.json. Exit 1 when the gateway passes fewer checks than the direct run,
-// or fails a check the direct run passes.
+// server-<scenario>-<timestamp>/checks.json. Exit 1 when the gateway fails a check the direct run passes, unless
+// its scenario is one of the KNOWN differences below (documented in docs/mcp.md, "Conformance").
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+
+// Scenarios the gateway answers differently from the upstream by design. Their checks are reported, not failed.
+const KNOWN = {
+  "tools-call-sampling": "server-to-client requests (sampling) are not relayed to the caller",
+  "tools-call-elicitation": "server-to-client requests (elicitation) are not relayed to the caller",
+  "elicitation-sep1034-defaults": "server-to-client requests (elicitation) are not relayed to the caller",
+  "elicitation-sep1330-enums": "server-to-client requests (elicitation) are not relayed to the caller",
+  "tools-call-with-logging": "upstream log notifications are not relayed (shared upstream session)",
+};
 
 function load(dir) {
   const checks = new Map(); // "scenario / check id" -> status
@@ -31,14 +40,23 @@ const cell = (t) => (t ? (t.failed === 0 ? `pass (${t.passed})` : `FAIL (${t.pas
 console.log(`${"scenario".padEnd(34)} ${"direct".padEnd(12)} gateway`);
 for (const n of names) console.log(`${n.padEnd(34)} ${cell(direct.scenarios.get(n)).padEnd(12)} ${cell(gateway.scenarios.get(n))}`);
 const passed = (r) => [...r.checks.values()].filter((s) => s === "SUCCESS").length;
-const regressions = [...direct.checks].filter(([k, s]) => s === "SUCCESS" && gateway.checks.get(k) !== "SUCCESS").map(([k]) => k);
+const lost = [...direct.checks].filter(([k, s]) => s === "SUCCESS" && gateway.checks.get(k) !== "SUCCESS").map(([k]) => k);
+const known = (k) => Object.hasOwn(KNOWN, k.split(" / ")[0]);
+const regressions = lost.filter((k) => !known(k));
 console.log(`\nchecks passed: direct ${passed(direct)}/${direct.checks.size}, gateway ${passed(gateway)}/${gateway.checks.size}`);
 if (direct.checks.size === 0) {
   console.log("FAIL: the direct run produced no results");
   process.exit(1);
 }
-if (regressions.length || passed(gateway) < passed(direct)) {
-  console.log(`FAIL: the gateway fails checks the everything server passes directly: ${regressions.join(", ")}`);
+const knownLost = [...new Set(lost.filter(known).map((k) => k.split(" / ")[0]))];
+for (const n of knownLost) console.log(`known difference: ${n}: ${KNOWN[n]}`);
+for (const n of Object.keys(KNOWN)) {
+  if (direct.scenarios.get(n)?.failed === 0 && gateway.scenarios.get(n)?.failed === 0) {
+    console.log(`note: ${n} now passes through the gateway; remove it from KNOWN`);
+  }
+}
+if (regressions.length) {
+  console.log(`FAIL: the gateway fails checks the upstream passes directly: ${regressions.join(", ")}`);
   process.exit(1);
 }
-console.log("OK: the gateway passes every check the everything server passes directly");
+console.log("OK: the gateway passes every check the upstream passes directly, except the known differences above");

@@ -89,6 +89,22 @@ def dump_result(result: Any) -> dict[str, Any]:
     return data
 
 
+def _strings(value: Any) -> dict[str, str]:
+    """A JSON object of prompt or completion arguments as the string map MCP expects."""
+    return {str(k): str(v) for k, v in dict(value or {}).items()}
+
+
+def _completion_ref(payload: Mapping[str, Any]) -> types.PromptReference | types.ResourceTemplateReference:
+    """The ``ref`` of a forwarded ``completion/complete`` (already rewritten to the upstream's own names)."""
+    ref = dict(payload.get("ref") or {})
+    try:
+        if ref.get("type") == "ref/resource":
+            return types.ResourceTemplateReference.model_validate(ref)
+        return types.PromptReference.model_validate(ref)
+    except ValueError:
+        raise InvalidParams("ref is not a prompt or resource reference.", details={"field": "ref"}) from None
+
+
 class UpstreamAdapter:
     """Runs upstream actions and the upstream admin actions."""
 
@@ -146,8 +162,9 @@ class UpstreamAdapter:
                 return await client.subscribe_resource(uri)
             if op == "resources/unsubscribe":
                 return await client.unsubscribe_resource(uri)
-            arguments = {str(k): str(v) for k, v in dict(payload.get("arguments") or {}).items()}
-            return await client.get_prompt(str(payload["name"]), arguments)
+            if op == "completion/complete":
+                return await client.complete(_completion_ref(payload), _strings(payload.get("argument")))
+            return await client.get_prompt(str(payload["name"]), _strings(payload.get("arguments")))
 
         result = await session.call(run)
         return AdapterResult(output=dump_result(result), result_type=op, metadata={"upstream": session.spec.id})

@@ -40,7 +40,7 @@ from forecourt.store.base import Store
 logger = logging.getLogger(__name__)
 
 BindingKind = Literal["tool", "forward", "call"]
-_FORWARD_OPS = ["resources/read", "resources/subscribe", "resources/unsubscribe", "prompts/get"]
+_FORWARD_OPS = ["resources/read", "resources/subscribe", "resources/unsubscribe", "prompts/get", "completion/complete"]
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,8 @@ def _forward_actions(reg: Registered) -> list[tuple[Action, Binding]]:
                 "uri": {"type": "string", "maxLength": 2048},
                 "name": {"type": "string", "maxLength": 256},
                 "arguments": {"type": "object"},
+                "ref": {"type": "object"},
+                "argument": {"type": "object"},
             },
             "required": ["op"],
         },

@@ -19,6 +19,8 @@ hands everything else to the surface's own handler, unchanged), so the surface n
   shared by every client session watching that URI; updates fan out to those sessions;
 - ``prompts/list`` adds upstream prompts (named like tools: ``<namespace>.<prompt>``); ``prompts/get`` of
   such a name goes to the upstream;
+- ``completion/complete`` (added when the surface has none): a reference to an upstream prompt (by its listed
+  name) or to an upstream resource template goes to that upstream; any other reference gets no suggestions;
 - ``logging/setLevel`` is accepted (``{}``). Upstream log messages are not relayed: the upstream session is
   shared by all callers, so they cannot be attributed to one.
 
@@ -89,6 +91,8 @@ class Federation:
                 continue
             self.original[method] = entry.handler
             server.add_request_handler(method, params_type, getattr(self, "on_" + method.replace("/", "_")))
+        if server.get_request_handler("completion/complete") is None:
+            server.add_request_handler("completion/complete", types.CompleteRequestParams, self.on_complete)
         if server.get_request_handler("logging/setLevel") is None:
             server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self.on_set_level)
         self.hub.resource_listeners.append(self._resource_updated)
@@ -307,6 +311,29 @@ class Federation:
                 return types.GetPromptResult.model_validate(await self._forward(ctx, session, payload))
         result: types.GetPromptResult = await self.original["prompts/get"](ctx, params)
         return result
+
+    # ------------------------------------------------------------------ completion
+
+    async def on_complete(self, ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
+        """Suggestions for an upstream prompt's or resource template's argument come from that upstream."""
+        ref = params.ref
+        session: UpstreamSession | None = None
+        upstream_ref: dict[str, Any] = ref.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if isinstance(ref, types.PromptReference):
+            found = (await self._prompt_names(self.surface.caller(ctx).principal)).get(ref.name)
+            if found is not None:
+                session, prompt = found
+                upstream_ref["name"] = prompt.name
+        else:
+            session = await self._for_uri(ctx, ref.uri)
+        if session is None:
+            return types.CompleteResult(completion=types.Completion(values=[]))
+        payload: dict[str, Any] = {
+            "op": "completion/complete",
+            "ref": upstream_ref,
+            "argument": params.argument.model_dump(mode="json", by_alias=True),
+        }
+        return types.CompleteResult.model_validate(await self._forward(ctx, session, payload))
 
     # ------------------------------------------------------------------ logging
 
