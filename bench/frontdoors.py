@@ -178,6 +178,24 @@ def vm_kib(pid: int, field: str) -> int:
     return int(match.group(1)) if match else 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` in seconds (0 when the process is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_seconds() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, summed over CPUs (/proc/stat)."""
+    values = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    total = sum(values[:8])  # without guest time, which is already counted in user
+    tick = os.sysconf("SC_CLK_TCK")
+    return (total - idle) / tick, total / tick
+
+
 class Server:
     """``forecourt serve --workers N`` in its own process group."""
 
@@ -274,7 +292,12 @@ def run_server(
         for door in args.doors:
             wrk(door, port, token, args.warmup, args.connections, args.threads)  # warm-up (caches, pools, JIT-free)
             load_before = os.getloadavg()[0]
+            cpu_before = sum(cpu_seconds(p) for p in pids)
+            busy_before, total_before = machine_busy_seconds()
             result = wrk(door, port, token, args.duration, args.connections, args.threads)
+            busy_after, total_after = machine_busy_seconds()
+            worker_cpu = sum(cpu_seconds(p) for p in pids) - cpu_before
+            wall_cpus = total_after - total_before
             result.update(
                 door=door,
                 db=db,
@@ -286,6 +309,11 @@ def run_server(
                 rss_mb=[round(vm_kib(p, "VmRSS") / 1024, 1) for p in pids],
                 loadavg_1m_before=round(load_before, 2),
                 loadavg_1m_after=round(os.getloadavg()[0], 2),
+                # CPU the workers burnt per answered request (less sensitive to a busy machine than req/s),
+                # and how the machine's CPU time was shared during the measured interval.
+                worker_cpu_ms_per_request=round(1000 * worker_cpu / max(result["requests"], 1), 2),
+                machine_busy_pct=round(100 * (busy_after - busy_before) / wall_cpus, 1),
+                workers_pct_of_machine=round(100 * worker_cpu / wall_cpus, 1),
             )
             rows.append(result)
             print(json.dumps(result), file=sys.stderr, flush=True)
@@ -299,8 +327,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     """The rows as a Markdown table (as pasted into docs/benchmarks.md)."""
     out = [
         "| front door | database | workers | conns | req/s | p50 ms | p95 ms | p99 ms | bad "
-        "| peak RSS/worker MB | load 1m |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+        "| worker CPU ms/req | CPU busy (workers) % | peak RSS/worker MB | load 1m |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
     ]
     for r in rows:
         door = f"{r['door']} (+{'+'.join(r['experiments'])})" if r.get("experiments") else r["door"]
@@ -309,7 +337,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         load = f"{r['loadavg_1m_before']:.2f}→{r['loadavg_1m_after']:.2f}"
         out.append(
             f"| {door} | {r['db']} | {r['workers']} | {r['connections']} | {r['rps']:.0f} | {r['p50_ms']:.1f} | "
-            f"{r['p95_ms']:.1f} | {r['p99_ms']:.1f} | {bad} | {rss} | {load} |"
+            f"{r['p95_ms']:.1f} | {r['p99_ms']:.1f} | {bad} | {r['worker_cpu_ms_per_request']:.2f} | "
+            f"{r['machine_busy_pct']:.0f} ({r['workers_pct_of_machine']:.0f}) | {rss} | {load} |"
         )
     return "\n".join(out)
 

@@ -224,7 +224,12 @@ def _check(port: int, token: str | None) -> None:
         raise RuntimeError(f"unexpected answer: {text[:300]}")
 
 
-def _wrk(port: int, token: str | None, args: argparse.Namespace) -> dict[str, Any]:
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _wrk(port: int, token: str | None, args: argparse.Namespace, server_pid: int) -> dict[str, Any]:
     env = {**os.environ, "BENCH_TOKEN": token or "", "BENCH_DEALERSHIP": DEALER}
     subprocess.run(  # warm-up
         ["wrk", "-t1", f"-c{args.connections}", "-d3s", "-s", str(LUA), f"http://127.0.0.1:{port}/"],
@@ -232,6 +237,7 @@ def _wrk(port: int, token: str | None, args: argparse.Namespace) -> dict[str, An
         capture_output=True,
         check=True,
     )
+    cpu_before = _cpu_seconds(server_pid)
     out = subprocess.run(
         [
             "wrk",
@@ -249,9 +255,12 @@ def _wrk(port: int, token: str | None, args: argparse.Namespace) -> dict[str, An
         text=True,
         check=True,
     )
+    cpu = _cpu_seconds(server_pid) - cpu_before
     line = next(x for x in out.stdout.splitlines() if x.startswith("JSON "))
     result: dict[str, Any] = json.loads(line[5:])
     result["rps"] = round(result["requests"] / result["seconds"], 1)
+    # server CPU per answered call: the comparison that a busy machine distorts least
+    result["server_cpu_ms_per_request"] = round(1000 * cpu / max(result["requests"], 1), 3)
     if out.stderr.strip():
         result["stderr"] = out.stderr.strip()[:500]
     return result
@@ -263,7 +272,7 @@ def _run_one(kind: str, db: str, token: str | None, args: argparse.Namespace) ->
     try:
         _wait_ready(port, proc)
         _check(port, token)
-        return _wrk(port, token, args)
+        return _wrk(port, token, args, proc.pid)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -309,6 +318,8 @@ def main() -> None:
         "full": full,
         "bare": bare,
         "throughput_ratio": round(full["rps"] / bare["rps"], 3),
+        # bare CPU per call / full CPU per call: the throughput ratio both would reach on CPUs of their own
+        "cpu_efficiency_ratio": round(bare["server_cpu_ms_per_request"] / full["server_cpu_ms_per_request"], 3),
         **({"static": static} if static else {}),
         "target": "full >= 0.75 x bare throughput, full p99 <= 50 ms",
         "database": "postgresql" if args.postgres else "sqlite",

@@ -66,6 +66,6 @@ def configure_logging(level: str = "INFO", *, json_output: bool = True) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for noisy in ("httpx", "httpcore", "aiosqlite", "sqlalchemy.engine"):
+    for noisy in ("httpx", "httpcore", "aiosqlite", "sqlalchemy.engine", "alembic.runtime.plugins"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     _configured = True

