@@ -9,6 +9,9 @@ patches named in ``FORECOURT_BENCH_EXPERIMENTS`` (comma-separated):
   the dealer actions already do — proposed one-line change in ``forecourt/aap/actions.py:skill_action``.
 - ``pg_no_pre_ping``: PostgreSQL engine without ``pool_pre_ping`` (one ``SELECT 1`` round trip less per
   checkout; asyncpg reconnects on the next error instead) — proposed for ``forecourt/store/sql/engine.py``.
+- ``gc_freeze``: ``gc.freeze()`` once the app is built, so the ~320,000 start-up objects (modules, schemas,
+  SDK types) leave the collector's generations and full collections stop walking them on the request path —
+  proposed for ``forecourt/cli/serve.py:app_factory``.
 """
 
 from __future__ import annotations
@@ -58,3 +61,23 @@ def _pg_no_pre_ping() -> None:
 
 if "aap_read_view" in _WANTED:
     _aap_read_view()
+
+
+def _gc_freeze() -> None:
+    import gc
+
+    import forecourt.cli.serve as serve
+
+    original = serve.app_factory
+
+    def app_factory() -> object:
+        app = original()
+        gc.collect()
+        gc.freeze()
+        return app
+
+    serve.app_factory = app_factory
+
+
+if "gc_freeze" in _WANTED:
+    _gc_freeze()

@@ -182,6 +182,8 @@ def skill_action(skill: Skill) -> Action:
         anonymous_allowed=skill.anonymous_allowed,
         domain="aap",
         tags=("aap", *skill.tags),
+        # Only lead.submit writes; the other skills read, outside the SQLite write lock.
+        store_reads_only=skill.id != "lead.submit",
     )
 
 
