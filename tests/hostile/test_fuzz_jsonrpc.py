@@ -112,11 +112,6 @@ async def test_an_oversized_jsonrpc_body_is_413_with_a_jsonrpc_error(rig: Rig) -
         assert response.json()["error"]["code"] == -32600
 
 
-@pytest.mark.xfail(
-    reason="the MCP SDK's -32602 message quotes pydantic input values (input_value=...), echoing request data; "
-    "the MCP surface must replace it with a value-free message",
-    strict=False,
-)
 @fuzz_settings()
 @given(message=MESSAGES)
 async def test_any_mcp_message_is_answered_without_a_server_error(rig: Rig, message: dict[str, Any]) -> None:

@@ -42,6 +42,7 @@ from forecourt.gateway.auth.asgi import credentials_from_scope, has_credentials
 from forecourt.gateway.base import Credentials, Invocation, Principal, Surface
 from forecourt.gateway.pipeline import Gateway
 from forecourt.settings import Settings
+from forecourt.surfaces.mcp.sanitize import value_free_errors
 
 logger = logging.getLogger(__name__)
 
@@ -192,6 +193,7 @@ class McpHttpGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        send = value_free_errors(send)
         if not host_allowed(self.patterns, _header(scope, b"host")) or not origin_allowed(
             self.patterns, _header(scope, b"origin")
         ):
