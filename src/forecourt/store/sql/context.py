@@ -14,6 +14,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from forecourt.domain.events import ChangeEvent, ChangeType, ResourceType
+from forecourt.store.sql.inline import InlineConnection
 from forecourt.store.sql.tables import outbox
 
 # Serialises outbox writers on PostgreSQL so that ``seq`` order is commit order (see ``lock_outbox``).
@@ -28,7 +29,7 @@ def new_id() -> str:
 class TxContext:
     """One open transaction: the connection every repository of the unit of work uses."""
 
-    def __init__(self, conn: AsyncConnection) -> None:
+    def __init__(self, conn: AsyncConnection | InlineConnection) -> None:
         self.conn = conn
         self.is_postgres = conn.dialect.name == "postgresql"
         self._outbox_locked = False

@@ -20,7 +20,8 @@ def is_sqlite_url(database_url: str) -> bool:
     return make_url(database_url).get_backend_name() == "sqlite"
 
 
-def _sqlite_path(database_url: str) -> str | None:
+def sqlite_file_path(database_url: str) -> str | None:
+    """The file of an SQLite URL; ``None`` for in-memory and ``file:`` URI databases."""
     database = make_url(database_url).database
     if not database or database == ":memory:" or database.startswith("file:"):
         return None
@@ -50,7 +51,7 @@ def create_engine(database_url: str, *, pool_size: int = 10, echo: bool = False)
 
 
 def _sqlite_engine(database_url: str, *, echo: bool) -> AsyncEngine:
-    path = _sqlite_path(database_url)
+    path = sqlite_file_path(database_url)
     kwargs: dict[str, Any] = {"echo": echo}
     if path is None:
         kwargs["poolclass"] = StaticPool

@@ -24,6 +24,7 @@ from forecourt.store.base import (
 )
 from forecourt.store.sql.context import TxContext
 from forecourt.store.sql.engine import READ_ONLY_KEY
+from forecourt.store.sql.inline import InlineConnection, inline_read_engine
 from forecourt.store.sql.inventory import SqlInventoryRepository
 from forecourt.store.sql.people import SqlConsentRepository, SqlCustomerRepository, SqlLeadRepository
 from forecourt.store.sql.records import SqlAuditRepository, SqlDeliveryRepository, SqlOutboxRepository
@@ -36,7 +37,7 @@ logger = logging.getLogger(__name__)
 class SqlUnitOfWork:
     """Every repository, bound to one open transaction (implements :class:`~forecourt.store.base.UnitOfWork`)."""
 
-    def __init__(self, conn: AsyncConnection) -> None:
+    def __init__(self, conn: AsyncConnection | InlineConnection) -> None:
         ctx = TxContext(conn)
         self.connection = conn
         self.tenancy: TenancyRepository = SqlTenancyRepository(ctx)
@@ -59,8 +60,10 @@ class SqlStore:
         ...     page = await uow.inventory.search(query)
     """
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, *, inline_reads: bool = True) -> None:
         self.engine = engine
+        # SQLite files: read units of work run on the calling thread (see forecourt.store.sql.inline).
+        self.read_engine = inline_read_engine(engine) if inline_reads else None
 
     def transaction(self) -> AbstractAsyncContextManager[UnitOfWork]:
         """A unit of work: committed when the block exits cleanly, rolled back when it raises."""
@@ -77,6 +80,10 @@ class SqlStore:
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[UnitOfWork]:
+        if self.read_engine is not None:
+            with self.read_engine.connect() as sync_conn, sync_conn.begin():
+                yield SqlUnitOfWork(InlineConnection(sync_conn))
+            return
         async with self.engine.connect() as conn:
             info = (await conn.get_raw_connection()).info
             info[READ_ONLY_KEY] = True
@@ -98,4 +105,6 @@ class SqlStore:
 
     async def close(self) -> None:
         """Close every pooled connection."""
+        if self.read_engine is not None:
+            self.read_engine.dispose()
         await self.engine.dispose()

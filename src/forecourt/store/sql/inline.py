@@ -1,0 +1,86 @@
+"""SQLite reads on the calling thread: one synchronous connection per read unit of work, no driver hand-overs.
+
+``aiosqlite`` runs every driver call (cursor, execute, fetch, close, BEGIN, COMMIT, the pool's reset)
+on a thread of its own and hands the result back to the event loop: about a dozen thread hand-overs
+for one inventory search, each a queue put, a loop wake-up and a GIL hand-off. For the small,
+index-backed reads a dealership's store serves (well under a millisecond of SQLite work each), that
+bookkeeping costs more CPU than the query itself. Read units of work on an SQLite file therefore run
+their statements synchronously on the loop's thread, on a connection of their own:
+
+- WAL mode lets readers proceed while a writer holds the write lock, so a read never waits for the
+  writers (the async engine keeps serving writes on its driver thread, with ``BEGIN IMMEDIATE``);
+- each read unit of work is one deferred transaction (one snapshot for the page and its count);
+- the pool never blocks (``max_overflow=-1``): a read unit of work that is open across an ``await``
+  takes another connection instead of waiting for one only this thread could release;
+- a short busy timeout bounds the rare case where SQLite makes a reader wait (WAL recovery).
+
+PostgreSQL (asyncpg) and in-memory SQLite keep the async engine for reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import CursorResult
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from forecourt.store.sql.engine import SQLITE_CACHE_KIB, SQLITE_MMAP_BYTES, sqlite_file_path
+
+READ_BUSY_TIMEOUT_MS = 250
+READ_POOL_SIZE = 8
+
+
+class InlineConnection:
+    """The part of :class:`~sqlalchemy.ext.asyncio.AsyncConnection` the repositories use, run synchronously."""
+
+    def __init__(self, sync_connection: sa.Connection) -> None:
+        self.sync_connection = sync_connection
+        self.dialect = sync_connection.dialect
+
+    @property
+    def info(self) -> dict[Any, Any]:
+        """The connection's ``info`` dictionary."""
+        return self.sync_connection.info
+
+    async def execute(self, statement: Any, parameters: Any = None) -> CursorResult[Any]:
+        """Run ``statement`` now and return its (fully fetched) result."""
+        return self.sync_connection.execute(statement, parameters)
+
+    async def scalar(self, statement: Any, parameters: Any = None) -> Any:
+        """The first column of the first row of ``statement``'s result."""
+        return self.sync_connection.scalar(statement, parameters)
+
+
+def inline_read_engine(engine: AsyncEngine) -> sa.Engine | None:
+    """A synchronous read engine on the same SQLite file as ``engine``; ``None`` when reads must stay async."""
+    url = engine.url
+    if url.get_backend_name() != "sqlite" or sqlite_file_path(url.render_as_string(hide_password=False)) is None:
+        return None
+    read_engine = sa.create_engine(
+        url.set(drivername="sqlite+pysqlite"),
+        connect_args={"check_same_thread": False},
+        poolclass=sa.QueuePool,
+        pool_size=READ_POOL_SIZE,
+        max_overflow=-1,
+        echo=engine.echo,
+    )
+
+    @event.listens_for(read_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # "begin" below starts the transaction
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA mmap_size={SQLITE_MMAP_BYTES}")
+            cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
+            cursor.execute("PRAGMA query_only=ON")
+            cursor.execute(f"PRAGMA busy_timeout={READ_BUSY_TIMEOUT_MS}")
+        finally:
+            cursor.close()
+
+    @event.listens_for(read_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN")  # deferred: a read snapshot, never the write lock
+
+    return read_engine

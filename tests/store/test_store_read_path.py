@@ -1,0 +1,98 @@
+"""The read path: rows become vehicles without re-validation, and SQLite reads run inline on their own snapshot."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.exc import OperationalError
+
+from forecourt.demo import load_demo
+from forecourt.domain.vehicle import InventoryFilters, InventoryQuery
+from forecourt.store import SqlStore, create_engine, upgrade_async
+from forecourt.store.sql.inline import InlineConnection
+from forecourt.store.sql.inventory import _SELECT_COLUMNS, validated_vehicle_from_row, vehicle_from_row
+from forecourt.store.sql.store import SqlUnitOfWork
+from forecourt.store.sql.tables import vehicles
+
+from .conftest import seed_tenancy
+from .factories import DEALER, vehicle
+
+
+async def test_vehicles_read_back_equal_their_validated_form_for_all_demo_data(store: SqlStore) -> None:
+    await load_demo(store, vehicles_per_dealership=25)
+    async with store.transaction() as uow:
+        assert isinstance(uow, SqlUnitOfWork)
+        rows = list(await uow.connection.execute(sa.select(*_SELECT_COLUMNS).select_from(vehicles)))
+    assert len(rows) >= 25
+    for row in rows:
+        fast, checked = vehicle_from_row(row), validated_vehicle_from_row(row)
+        assert fast == checked
+        assert fast.model_dump(mode="json") == checked.model_dump(mode="json")
+        assert type(fast.status) is type(checked.status)
+        assert type(fast.condition) is type(checked.condition)
+
+
+@pytest.fixture
+async def file_store(tmp_path: Path) -> AsyncIterator[SqlStore]:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'forecourt.db'}"
+    await upgrade_async(url)
+    sql_store = SqlStore(create_engine(url))
+    await seed_tenancy(sql_store)
+    try:
+        yield sql_store
+    finally:
+        await sql_store.close()
+
+
+def _query() -> InventoryQuery:
+    return InventoryQuery(dealership_id=DEALER, filters=InventoryFilters(), offset=0, limit=10)
+
+
+async def test_sqlite_file_reads_run_inline_and_see_every_committed_write(file_store: SqlStore) -> None:
+    async with file_store.transaction() as uow:
+        await uow.inventory.upsert(vehicle(1))
+    async with file_store.read() as uow:
+        assert isinstance(uow, SqlUnitOfWork)
+        assert isinstance(uow.connection, InlineConnection)
+        page = await uow.inventory.search(_query())
+    assert [v.vin for v in page.items] == [vehicle(1).vin]
+
+
+async def test_a_sqlite_read_does_not_wait_for_an_open_writer_and_sees_its_own_snapshot(file_store: SqlStore) -> None:
+    async with file_store.transaction() as uow:
+        await uow.inventory.upsert(vehicle(1))
+    async with file_store.transaction() as writer:  # holds the write lock (BEGIN IMMEDIATE) until the block ends
+        await writer.inventory.upsert(vehicle(2))
+        async with file_store.read() as reader:
+            during = await reader.inventory.search(_query())
+    async with file_store.read() as reader:
+        after = await reader.inventory.search(_query())
+    assert during.total == 1
+    assert after.total == 2
+
+
+async def test_a_sqlite_read_unit_of_work_refuses_to_write(file_store: SqlStore) -> None:
+    with pytest.raises(OperationalError):
+        async with file_store.read() as uow:
+            await uow.inventory.upsert(vehicle(3))
+    async with file_store.read() as uow:
+        assert (await uow.inventory.search(_query())).total == 0
+
+
+async def test_in_memory_sqlite_and_opted_out_stores_keep_async_reads(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'other.db'}"
+    await upgrade_async(url)
+    opted_out = SqlStore(create_engine(url), inline_reads=False)
+    memory = SqlStore(create_engine("sqlite+aiosqlite://"))
+    try:
+        assert opted_out.read_engine is None
+        assert memory.read_engine is None
+        async with opted_out.read() as uow:
+            assert isinstance(uow, SqlUnitOfWork)
+            assert not isinstance(uow.connection, InlineConnection)
+    finally:
+        await opted_out.close()
+        await memory.close()
