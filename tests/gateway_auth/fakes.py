@@ -109,6 +109,10 @@ class MemoryStore:
     async def transaction(self) -> AsyncIterator[MemoryUnit]:
         yield MemoryUnit(self.tenancy)
 
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[MemoryUnit]:
+        yield MemoryUnit(self.tenancy)
+
 
 class SharedRevocations:
     """A revocation list several authenticators (replicas) share, as Redis would make them."""

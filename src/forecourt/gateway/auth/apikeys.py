@@ -336,7 +336,7 @@ class ApiKeyAuthenticator:
         cached = self._cache.get(prefix)
         if cached is not None and now - cached.at < self._ttl:
             return cached
-        async with self._store.transaction() as uow:
+        async with self._store.read() as uow:
             record = await uow.tenancy.get_api_key(prefix)
             member = None if record is None else await uow.tenancy.get_member(record.company_id, record.member_id)
         if record is None:

@@ -34,9 +34,13 @@ class HasTenancy(Protocol):
 
 
 class TenancySource(Protocol):
-    """Anything that opens a transaction exposing ``tenancy`` (a :class:`forecourt.store.base.Store` does)."""
+    """Anything that opens units of work exposing ``tenancy`` (a :class:`forecourt.store.base.Store` does)."""
 
     def transaction(self) -> AbstractAsyncContextManager[HasTenancy]: ...
+
+    def read(self) -> AbstractAsyncContextManager[HasTenancy]:
+        """A unit of work for lookups only (authentication never writes)."""
+        ...
 
 
 _ALLOWED_METHODS: dict[SecurityType, frozenset[AuthMethod]] = {
@@ -128,7 +132,7 @@ class MemberDirectory:
         self._members: dict[str, _Cached[Member]] = {}
 
     async def _load_companies(self) -> _Cached[Company]:
-        async with self._source.transaction() as uow:
+        async with self._source.read() as uow:
             companies = await uow.tenancy.list_companies()
         self._companies = _Cached(at=self._clock(), items=companies)
         known = {c.id for c in companies}
@@ -137,7 +141,7 @@ class MemberDirectory:
         return self._companies
 
     async def _load_members(self, company_id: str) -> _Cached[Member]:
-        async with self._source.transaction() as uow:
+        async with self._source.read() as uow:
             members = await uow.tenancy.list_members(company_id)
         entry = _Cached(at=self._clock(), items=members)
         self._members[company_id] = entry

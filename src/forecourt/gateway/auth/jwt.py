@@ -366,7 +366,7 @@ class OidcAuthenticator:
         subject = str(claims["sub"])
         named = claims.get(MEMBER_CLAIM)
         if isinstance(named, str) and named and await self._member_claim_allowed(company.id):
-            async with self._store.transaction() as uow:
+            async with self._store.read() as uow:
                 member = await uow.tenancy.get_member(company.id, named)
             if member is not None and member.oidc_subject not in (None, subject):
                 member = None  # the member is bound to another subject: the claim cannot override that
@@ -374,14 +374,14 @@ class OidcAuthenticator:
         matches = await self._directory.members_where(lambda m: m.oidc_subject == subject, [company.id])
         if len(matches) != 1:
             raise Unauthorized("The token's subject is not a member.")
-        async with self._store.transaction() as uow:
+        async with self._store.read() as uow:
             fresh = await uow.tenancy.get_member(company.id, matches[0].id)
         if fresh is not None and fresh.oidc_subject != subject:
             fresh = None
         return require_usable_member(fresh, "oidc")
 
     async def _member_claim_allowed(self, company_id: str) -> bool:
-        async with self._store.transaction() as uow:
+        async with self._store.read() as uow:
             setting = await uow.tenancy.get_adapter_setting(company_id, OIDC_SETTING_ID)
         return setting is not None and setting.config.get("allow_member_claim") is True
 

@@ -258,7 +258,7 @@ class MtlsAuthenticator:
         if len(matches) != 1:
             logger.info("client certificate %s… matches %d members", fingerprint[:12], len(matches))
             raise Unauthorized("The client certificate is not registered.")
-        async with self._store.transaction() as uow:
+        async with self._store.read() as uow:
             fresh = await uow.tenancy.get_member(matches[0].company_id, matches[0].id)
         if fresh is None or normalize_fingerprint(fresh.cert_fingerprint or "") != fingerprint:
             fresh = None

@@ -60,7 +60,7 @@ class _Issuers:
         now = time.monotonic()
         if self._cached is not None and self._cached[0] > now:
             return self._cached[1]
-        async with self.services.store.transaction() as uow:
+        async with self.services.store.read() as uow:
             companies = await uow.tenancy.list_companies()
         issuers = sorted({c.oidc_issuer for c in companies if c.oidc_issuer})
         self._cached = (now + ISSUER_TTL_S, issuers)
@@ -77,7 +77,7 @@ class _Followed:
         principal = caller.principal
         if principal is None or principal.company_id is None:
             return []
-        async with self.services.store.transaction() as uow:
+        async with self.services.store.read() as uow:
             dealerships = await uow.tenancy.list_dealerships(principal.company_id)
         ids = [d.id for d in dealerships]
         return [i for i in ids if i in principal.dealership_ids] if principal.dealership_ids else ids
