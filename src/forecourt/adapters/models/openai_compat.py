@@ -10,10 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any
-
-import openai
-from openai import AsyncOpenAI
+from typing import TYPE_CHECKING, Any
 
 from forecourt.actions.base import AdapterResult, ExecutionContext
 from forecourt.adapters.models.common import (
@@ -30,6 +27,10 @@ from forecourt.adapters.models.common import (
     upstream_error,
 )
 from forecourt.errors import InvalidParams, Timeout
+
+if TYPE_CHECKING:  # the SDK is imported on first use: ~0.6 s and tens of MB in every process otherwise
+    import openai
+    from openai import AsyncOpenAI
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,8 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
 @contextlib.contextmanager
 def provider_errors(runtime: str) -> Iterator[None]:
     """Turn the SDK's exceptions into gateway errors (never carrying the provider's message)."""
+    import openai
+
     try:
         yield
     except openai.APITimeoutError as exc:
@@ -103,6 +106,8 @@ class OpenAICompatRuntime:
 
     def client(self, base_url: str, timeout_s: float) -> AsyncOpenAI:
         """The SDK client for ``base_url``."""
+        from openai import AsyncOpenAI
+
         return self._clients.get(
             f"{base_url}|{timeout_s}",
             lambda: AsyncOpenAI(

@@ -19,12 +19,11 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from google.auth import credentials as google_credentials
 from google.auth import exceptions as google_exceptions
-from google.genai import Client, errors, types
 
 from forecourt.actions.base import AdapterResult, ExecutionContext
 from forecourt.adapters.models.common import (
@@ -40,6 +39,9 @@ from forecourt.adapters.models.common import (
     upstream_error,
 )
 from forecourt.errors import InvalidParams, Timeout
+
+if TYPE_CHECKING:  # google-genai is imported on first use: ~0.3 s and tens of MB in every process otherwise
+    from google.genai import Client, types
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +76,8 @@ class CallToken(google_credentials.Credentials):
 @contextlib.contextmanager
 def provider_errors() -> Iterator[None]:
     """Turn the SDK's and httpx's exceptions into gateway errors (never carrying Google's message)."""
+    from google.genai import errors
+
     try:
         yield
     except errors.APIError as exc:
@@ -91,6 +95,8 @@ def provider_errors() -> Iterator[None]:
 
 
 def _contents(request: ModelRequest) -> list[types.Content]:
+    from google.genai import types
+
     return [
         types.Content(role="model" if m.role == "assistant" else "user", parts=[types.Part(text=m.content)])
         for m in request.prompt_messages
@@ -98,6 +104,8 @@ def _contents(request: ModelRequest) -> list[types.Content]:
 
 
 def _generation_config(request: ModelRequest) -> types.GenerateContentConfig:
+    from google.genai import types
+
     p = request.params
     return types.GenerateContentConfig(
         system_instruction=request.system_text,
@@ -139,6 +147,8 @@ def _text(response: types.GenerateContentResponse) -> str:
 def _new_client(
     project: str, location: str, base_url: str | None, api_version: str, timeout_s: float
 ) -> tuple[Client, httpx.AsyncClient]:
+    from google.genai import Client, types
+
     http = httpx.AsyncClient(follow_redirects=False)
     options: dict[str, Any] = {"api_version": api_version, "timeout": int(timeout_s * 1000), "httpx_async_client": http}
     if base_url:
