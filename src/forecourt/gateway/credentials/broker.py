@@ -122,7 +122,7 @@ class CredentialBroker:
     async def _override(self, adapter_id: str, company_id: str | None) -> Mapping[str, Any] | None:
         if self._store is None or company_id is None:
             return None
-        async with self._store.transaction() as uow:
+        async with self._store.read() as uow:
             setting = await uow.tenancy.get_adapter_setting(company_id, adapter_id)
         if setting is None:
             return None
