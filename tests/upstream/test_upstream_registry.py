@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+import mcp_types as types
 import pytest
 from upstream_server import LONG_TOOL
 from upstream_support import SERVER_SCRIPT, LiveServer, copy_template, mcp_client, wait_for
@@ -107,14 +109,29 @@ async def test_an_operator_registered_stdio_upstream_serves_its_tools(
                 return "local.echo" in {t.name for t in (await client.list_tools()).tools}
 
         await wait_for(listed, 20.0)
-        hc, client = mcp_client(live.url, upstream_template.keys["crm"])
+        logs: list[Any] = []
+
+        async def sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+            raise AssertionError("a stdio upstream's request cannot be attributed to a call, so it is never relayed")
+
+        async def logging(params: types.LoggingMessageNotificationParams) -> None:
+            logs.append(params.data)
+
+        hc, client = mcp_client(
+            live.url, upstream_template.keys["crm"], sampling_callback=sampling, logging_callback=logging
+        )
         async with hc, client:
             first = await client.call_tool("local.echo", {"text": "over stdio"})
+            sampled = await client.call_tool("local.sample", {"prompt": "?"})
+            logged = await client.call_tool("local.log", {"tag": "x"})
             count = await client.call_tool("local.sessions", {})
         listing = await live.admin("GET", "/upstreams", upstream_template.keys["admin"])
     finally:
         live.stop()
     assert first.content[0].text == "over stdio"
+    assert sampled.content[0].text == f"refused {types.METHOD_NOT_FOUND}"  # a pipe carries no correlation
+    assert logged.content[0].text == "logged"
+    assert logs == []
     assert count.content[0].text == "1"
     item = listing.json()["items"][0]
     assert item["operator_managed"] is True

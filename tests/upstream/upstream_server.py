@@ -10,6 +10,13 @@ or ``python upstream_server.py stdio``. Tools:
 - ``grow``: adds a tool ``extra_<n>`` and announces ``notifications/tools/list_changed``;
 - ``slow {seconds}``: waits, for timeout tests;
 - ``progress``: sends progress 50/100 and 100/100 when the call carries a progress token;
+- ``sample {prompt, tools?}``, ``ask {message}``, ``ask_url {url}``: ask the client (sampling, form and URL
+  elicitation) during the call and report its answer, or the error code it got (2025-11-25: a request on the
+  call's stream; 2026-07-28: ``input_required`` rounds);
+- ``sample_unrelated``: a sampling request on the session's standalone stream (related to no call), with a
+  2 s timeout; reports the answer or the error code;
+- ``log {tag}``: three log messages ``<tag>-1..3`` on the call's stream; ``gate {name}`` logs ``<name> waiting``
+  and waits until ``open {name}`` is called, then logs ``<name> done``;
 - a tool whose name is 70 characters long (namespacing must shorten it).
 
 Also a resource ``mem://greeting`` and a prompt ``greet``. Logs go to stderr only (stdout is the stdio wire).
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -26,14 +34,18 @@ from typing import Any
 import anyio
 import mcp_types as types
 import uvicorn
+from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
 LONG_TOOL = "an_exceedingly_long_tool_name_that_no_mcp_host_would_accept_as_is_0123"
 STATE: dict[str, Any] = {"initialize": 0, "extras": 0}
+GATES: dict[str, asyncio.Event] = {}
 
 
 def _tools() -> list[types.Tool]:
@@ -66,12 +78,110 @@ def _tools() -> list[types.Tool]:
         ),
         types.Tool(name=LONG_TOOL, description="A tool with a very long name.", input_schema=obj),
         types.Tool(name="progress", description="Reports progress 50/100 then 100/100.", input_schema=obj),
+        *_asking_tools(),
     ]
     tools.extend(
         types.Tool(name=f"extra_{i}", description=f"Extra tool {i}.", input_schema=obj)
         for i in range(1, STATE["extras"] + 1)
     )
     return tools
+
+
+def _asking_tools() -> list[types.Tool]:
+    def schema(**props: str) -> dict[str, Any]:
+        return {"type": "object", "properties": {k: {"type": v} for k, v in props.items()}}
+
+    return [
+        types.Tool(name="sample", description="Asks the client's model.", input_schema=schema(prompt="string")),
+        types.Tool(name="ask", description="Asks the user (form).", input_schema=schema(message="string")),
+        types.Tool(name="ask_url", description="Asks the user (URL).", input_schema=schema(url="string")),
+        types.Tool(name="sample_unrelated", description="Asks outside the call.", input_schema=schema()),
+        types.Tool(name="log", description="Logs three messages.", input_schema=schema(tag="string")),
+        types.Tool(name="gate", description="Waits for open.", input_schema=schema(name="string")),
+        types.Tool(name="open", description="Opens a gate.", input_schema=schema(name="string")),
+    ]
+
+
+FORM = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "description": "Your name", "default": "Sam"},
+        "size": {"type": "string", "enum": ["s", "m", "l"], "enumNames": ["Small", "Medium", "Large"]},
+    },
+    "required": ["name"],
+}
+
+
+def _input_request(name: str, args: dict[str, Any]) -> types.InputRequest:
+    if name == "sample":
+        message = types.SamplingMessage(role="user", content=types.TextContent(text=str(args.get("prompt", ""))))
+        return types.CreateMessageRequest(params=types.CreateMessageRequestParams(messages=[message], max_tokens=50))
+    if name == "ask":
+        return types.ElicitRequest(
+            params=types.ElicitRequestFormParams(message=str(args.get("message", "")), requested_schema=FORM)
+        )
+    return types.ElicitRequest(
+        params=types.ElicitRequestURLParams(message="Open this", url=str(args.get("url")), elicitation_id="e-1")
+    )
+
+
+def _report(answer: Any) -> types.CallToolResult:
+    if isinstance(answer, types.CreateMessageResult):
+        assert isinstance(answer.content, types.TextContent)
+        return _text(f"sampled: {answer.content.text} ({answer.model})")
+    return _text(f"elicited: {answer.action} {json.dumps(answer.content or {}, sort_keys=True)}")
+
+
+async def _ask(
+    ctx: ServerRequestContext[Any], name: str, params: types.CallToolRequestParams
+) -> types.CallToolResult | types.InputRequiredResult:
+    args = dict(params.arguments or {})
+    request = _input_request(name, args)
+    result_type: type[Any] = types.CreateMessageResult if name == "sample" else types.ElicitResult
+    if ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS:  # no requests to the client: a round
+        if not params.input_responses:
+            return types.InputRequiredResult(input_requests={"q": request}, request_state="asked")
+        answer = result_type.model_validate(params.input_responses["q"].model_dump(by_alias=True, mode="json"))
+        return _report(answer)
+    try:
+        answer = await ctx.session.send_request(
+            request, result_type, metadata=ServerMessageMetadata(related_request_id=ctx.request_id)
+        )
+    except MCPError as exc:
+        return _text(f"refused {exc.code}", error=True)
+    return _report(answer)
+
+
+async def _log(ctx: ServerRequestContext[Any], data: str) -> None:
+    note = types.LoggingMessageNotification(params=types.LoggingMessageNotificationParams(level="info", data=data))
+    await ctx.session.send_notification(note, related_request_id=ctx.request_id)
+
+
+async def _logging(ctx: ServerRequestContext[Any], name: str, args: dict[str, Any]) -> types.CallToolResult:
+    if name == "log":
+        for i in (1, 2, 3):
+            await _log(ctx, f"{args.get('tag')}-{i}")
+        return _text("logged")
+    gate = GATES.setdefault(str(args.get("name")), asyncio.Event())
+    if name == "open":
+        gate.set()
+        return _text("opened")
+    await _log(ctx, f"{args.get('name')} waiting")
+    await asyncio.wait_for(gate.wait(), 20)
+    await _log(ctx, f"{args.get('name')} done")
+    return _text("passed")
+
+
+async def _timed(ctx: ServerRequestContext[Any], name: str, args: dict[str, Any]) -> types.CallToolResult:
+    if name == "slow":
+        await anyio.sleep(float(args.get("seconds", 5)))
+        return _text("done")
+    meta = ctx.meta or {}
+    token = meta.get("progressToken", meta.get("progress_token"))
+    if token is not None:
+        for done in (50, 100):
+            await ctx.session.send_progress_notification(token, done, 100, related_request_id=ctx.request_id)
+    return _text("progressed")
 
 
 def _text(text: str, *, error: bool = False) -> types.CallToolResult:
@@ -82,9 +192,23 @@ async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequ
     return types.ListToolsResult(tools=_tools())
 
 
-async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+async def call_tool(
+    ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+) -> types.CallToolResult | types.InputRequiredResult:
     args = dict(params.arguments or {})
     name = params.name
+    if name in ("sample", "ask", "ask_url"):
+        return await _ask(ctx, name, params)
+    if name == "sample_unrelated":
+        try:
+            answer = await ctx.session.send_request(
+                _input_request("sample", {"prompt": "unrelated"}), types.CreateMessageResult, 2.0
+            )
+        except MCPError as exc:
+            return _text(f"refused {exc.code}", error=True)
+        return _report(answer)
+    if name in ("log", "gate", "open"):
+        return await _logging(ctx, name, args)
     if name == "echo":
         return _text(str(args.get("text", "")))
     if name == "add":
@@ -98,16 +222,8 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
         STATE["extras"] += 1
         await ctx.session.send_tool_list_changed()
         return _text(f"extra_{STATE['extras']}")
-    if name == "slow":
-        await anyio.sleep(float(args.get("seconds", 5)))
-        return _text("done")
-    if name == "progress":
-        meta = ctx.meta or {}
-        token = meta.get("progressToken", meta.get("progress_token"))
-        if token is not None:
-            for done in (50, 100):
-                await ctx.session.send_progress_notification(token, done, 100, related_request_id=ctx.request_id)
-        return _text("progressed")
+    if name in ("slow", "progress"):
+        return await _timed(ctx, name, args)
     if name == LONG_TOOL or name.startswith("extra_"):
         return _text(name)
     return _text(f"unknown tool {name}", error=True)
@@ -124,8 +240,6 @@ async def read_resource(
     ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
 ) -> types.ReadResourceResult:
     if str(params.uri) != "mem://greeting":
-        from mcp import MCPError
-
         raise MCPError(-32002, "Resource not found")
     return types.ReadResourceResult(
         contents=[types.TextResourceContents(uri="mem://greeting", mime_type="text/plain", text="hello from upstream")]

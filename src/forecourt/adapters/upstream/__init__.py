@@ -3,8 +3,9 @@
 ``register_upstreams(services)`` adds the ``admin.upstreams.*`` actions and the ``upstream`` adapter, creates
 the :class:`~.hub.UpstreamHub` (which mirrors each upstream's tools into the catalogue) and registers its sync
 loop as a background task and its shutdown as a closer. ``install_federation(surface, hub)`` connects the MCP
-front door to it (upstream results passed through unchanged, resources, prompts, pass-through names). See
-docs/mcp.md ("Federation").
+front door to it (upstream results passed through unchanged, resources, prompts, pass-through names, and what
+an upstream asks during a call — sampling, elicitation, log messages — relayed to that call's caller only:
+``relay.py``, ``mcp_relay.py``). See docs/mcp.md ("Federation", "Conformance").
 """
 
 from __future__ import annotations

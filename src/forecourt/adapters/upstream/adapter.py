@@ -2,23 +2,26 @@
 
 A tool call's output is the upstream's ``CallToolResult`` as JSON (``content``, ``structuredContent``,
 ``isError``), unchanged, so the MCP surface can hand it on as is; ``metadata.is_error`` tells a tool-level
-error. A progress callback put in :data:`PROGRESS` by a front door receives the upstream's progress.
+error. A progress callback put in :data:`PROGRESS` by a front door receives the upstream's progress, and a
+:data:`~.relay.RELAY` set there receives what the upstream asks of the caller (sampling, elicitation, logs).
 """
 
 from __future__ import annotations
 
 import contextvars
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import mcp_types as types
 from mcp import Client
 from mcp.shared.dispatcher import ProgressFnT
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from forecourt.actions.base import Action, AdapterResult, ExecutionContext
 from forecourt.adapters.knowledge.service import connection_of
 from forecourt.adapters.upstream.hub import Binding, UpstreamHub, spec_public
 from forecourt.adapters.upstream.pool import UpstreamSession
+from forecourt.adapters.upstream.relay import RELAY
 from forecourt.adapters.upstream.repository import UpstreamRepository
 from forecourt.adapters.upstream.spec import (
     ADAPTER_ID,
@@ -135,10 +138,15 @@ class UpstreamAdapter:
     async def _call(
         self, session: UpstreamSession, binding: Binding, tool: str, arguments: dict[str, Any]
     ) -> AdapterResult:
-        relay = PROGRESS.get()
+        progress = PROGRESS.get()
+        relay = RELAY.get()
+        level = relay.log_level if relay is not None else None
 
         async def run(client: Client) -> types.CallToolResult:
-            return await client.call_tool(tool, arguments, progress_callback=relay)
+            # A 2026-07-28 upstream logs only to requests that opt in, at the level they name.
+            modern = level is not None and client.protocol_version in MODERN_PROTOCOL_VERSIONS
+            meta = cast("types.RequestParamsMeta", {types.LOG_LEVEL_META_KEY: level}) if modern else None
+            return await client.call_tool(tool, arguments, progress_callback=progress, meta=meta)
 
         result = await session.call(run)
         return AdapterResult(

@@ -9,10 +9,13 @@ hands everything else to the surface's own handler, unchanged), so the surface n
   (names with ``:``) are left out;
 - ``tools/call`` of an upstream tool: one ``Gateway.invoke`` (policy, limits, audit), then the upstream's
   ``CallToolResult`` is returned as is (text, images, embedded resources, ``structuredContent``, ``isError``);
-  the upstream's progress notifications are relayed when the caller sent a ``progressToken``. A JSON-RPC error
-  of the upstream comes back as that JSON-RPC error. With a pass-through upstream (``namespace: ""``), a tool
-  name the gateway does not list is sent to that upstream (through the pipeline, as its ``...#call`` action),
-  so the upstream's own "unknown tool" answer reaches the client;
+  the upstream's progress notifications are relayed when the caller sent a ``progressToken``, and what the
+  upstream asks during the call — ``sampling/createMessage``, ``elicitation/create``, ``notifications/message``
+  — goes to this caller only, when it declared the capability (relay.py, mcp_relay.py; 2026-07-28 clients get
+  ``input_required`` rounds). A JSON-RPC error of the upstream comes back as that JSON-RPC error. With a
+  pass-through upstream (``namespace: ""``), a tool name the gateway does not list is sent to that upstream
+  (through the pipeline, as its ``...#call`` action), so the upstream's own "unknown tool" answer reaches the
+  client;
 - ``resources/list`` and ``resources/templates/list`` (first page) add the upstreams' resources;
   ``resources/read``, ``resources/subscribe`` and ``resources/unsubscribe`` of a URI that is not Forecourt's
   go to the upstream that lists it (else the company's pass-through upstream). One upstream subscription is
@@ -21,8 +24,9 @@ hands everything else to the surface's own handler, unchanged), so the surface n
   such a name goes to the upstream;
 - ``completion/complete`` (added when the surface has none): a reference to an upstream prompt (by its listed
   name) or to an upstream resource template goes to that upstream; any other reference gets no suggestions;
-- ``logging/setLevel`` is accepted (``{}``). Upstream log messages are not relayed: the upstream session is
-  shared by all callers, so they cannot be attributed to one.
+- ``logging/setLevel`` is accepted (``{}``). The upstream's log messages of a call are relayed to its caller
+  (every level on a 2025-11-25 session; on 2026-07-28 the levels the request opted in to); log messages that
+  belong to no call are not relayed.
 
 The upstream session is shared, so per-caller state on it (subscriptions) is kept here, per client session.
 """
@@ -38,11 +42,14 @@ from typing import TYPE_CHECKING, Any
 import mcp_types as types
 from mcp import MCPError
 from mcp.server import ServerRequestContext
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from forecourt.adapters.upstream.adapter import PROGRESS
 from forecourt.adapters.upstream.hub import UpstreamHub
+from forecourt.adapters.upstream.mcp_relay import STATE_PREFIX, InputRounds, PendingCall, SessionRelay
 from forecourt.adapters.upstream.pool import UpstreamProtocolError, UpstreamSession
+from forecourt.adapters.upstream.relay import RELAY, CallRelay
 from forecourt.adapters.upstream.spec import ADAPTER_ID, forward_action_name, tool_name
 from forecourt.errors import ForecourtError, InternalError
 from forecourt.gateway.base import Outcome, Principal
@@ -80,6 +87,7 @@ class Federation:
         self.hub = hub
         self.original: dict[str, Handler] = {}
         self.watchers: dict[tuple[str, str], dict[str, Any]] = {}
+        self.rounds = InputRounds()
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def install(self) -> None:
@@ -164,8 +172,12 @@ class Federation:
         tools = [t for t in result.tools if ":" not in t.name]
         return result.model_copy(update={"tools": tools}) if len(tools) != len(result.tools) else result
 
-    async def on_tools_call(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def on_tools_call(
+        self, ctx: Ctx, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """Upstream tools (and unknown names of a pass-through upstream) run here; the rest as before."""
+        if params.request_state is not None and params.request_state.startswith(STATE_PREFIX):
+            return await self.rounds.resume(ctx, self.surface.caller(ctx), params)
         action = None if ":" in params.name else self.surface.toolset.action_for(params.name)
         if action is not None and action.adapter == ADAPTER_ID:
             return await self._call(ctx, params, action.name, dict(params.arguments or {}))
@@ -183,17 +195,36 @@ class Federation:
 
     async def _call(
         self, ctx: Ctx, params: types.CallToolRequestParams, action: str, payload: dict[str, Any]
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        caller = self.surface.caller(ctx)
+        if ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            # No requests to a 2026-07-28 client: the call runs on while its rounds answer input_required.
+
+            async def run(call: PendingCall) -> types.CallToolResult:
+                return await self._relayed(ctx, caller, action, payload, call, call.progress)
+
+            return await self.rounds.start(ctx, caller, params.name, run)
+        relay = SessionRelay(ctx)
+        try:
+            return await self._relayed(ctx, caller, action, payload, relay, self._progress(ctx, params))
+        finally:
+            relay.close()
+
+    async def _relayed(
+        self, ctx: Ctx, caller: Caller, action: str, payload: dict[str, Any], relay: CallRelay, progress: Any
     ) -> types.CallToolResult:
+        """The one ``Gateway.invoke`` of an upstream call, with ``relay`` receiving what the upstream asks."""
         from forecourt.surfaces.mcp.tools import error_result
 
-        caller = self.surface.caller(ctx)
-        token = PROGRESS.set(self._progress(ctx, params))
+        progress_token = PROGRESS.set(progress)
+        relay_token = RELAY.set(relay)
         try:
             outcome = await self._invoke(ctx, caller, action, payload)
         except ForecourtError as exc:
             return error_result(exc)
         finally:
-            PROGRESS.reset(token)
+            RELAY.reset(relay_token)
+            PROGRESS.reset(progress_token)
         try:
             return types.CallToolResult.model_validate(outcome.output)
         except ValidationError:

@@ -6,6 +6,9 @@ goes away, the call in flight fails as ``upstream.unavailable`` (retryable), the
 next call after a short backoff (0.25 s doubling to 5 s) opens a new one; the hub's sync loop also retries, so
 the tool list comes back on its own once the upstream does.
 
+The session declares sampling and elicitation and takes log messages; what the upstream asks during a call
+is relayed to that call's caller only (see relay.py).
+
 HTTP upstreams: the URL passes the SSRF guard before every connect (private, loopback and link-local targets
 are refused unless ``settings.allow_private_targets``), redirects are not followed, and a credential from the
 gateway's credential broker is attached to every request (so rotated secrets apply without reconnecting).
@@ -26,6 +29,7 @@ import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from forecourt.adapters.upstream.relay import SAMPLING, detached, on_elicitation, on_log, on_sampling
 from forecourt.adapters.upstream.repository import Registered
 from forecourt.errors import ForecourtError, UpstreamError, UpstreamUnavailable
 from forecourt.gateway.base import IssuedCredential
@@ -69,6 +73,12 @@ class _BrokerAuth(httpx2.Auth):
 
 def _closed(exc: MCPError) -> bool:
     return exc.code == types.CONNECTION_CLOSED and "closed" in exc.message.lower()
+
+
+def _forgotten(exc: MCPError) -> bool:
+    """The upstream answered ``404``: it no longer knows the session (restarted, or expired it)."""
+    message = exc.message.lower()
+    return "session not found" in message or "session terminated" in message
 
 
 class UpstreamSession:
@@ -118,6 +128,12 @@ class UpstreamSession:
     def connected(self) -> bool:
         """Whether a session is open right now."""
         return self._client is not None and self._task is not None and not self._task.done()
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The protocol version the open session negotiated (``None`` while not connected)."""
+        client = self._client
+        return client.protocol_version if client is not None and self.connected else None
 
     def retry_due(self) -> bool:
         """Whether a (re)connect may be attempted now."""
@@ -203,6 +219,11 @@ class UpstreamSession:
                     self._transport(stack),
                     mode=self.spec.mode,
                     message_handler=self._message,
+                    # Relayed to the caller of the call they belong to (relay.py); refused outside any call.
+                    sampling_callback=on_sampling,
+                    sampling_capabilities=SAMPLING,
+                    elicitation_callback=on_elicitation,
+                    logging_callback=on_log,
                     cache=None,
                     client_info=types.Implementation(name="forecourt-gateway", version="1"),
                 )
@@ -230,7 +251,8 @@ class UpstreamSession:
         ready: asyncio.Future[Client] = loop.create_future()
         stop = asyncio.Event()
         self._stop = stop
-        task = asyncio.create_task(self._run(ready, stop), name=f"upstream-session:{self.key}")
+        # Detached: the session must not inherit the relay of the call that happens to open it.
+        task = asyncio.create_task(self._run(ready, stop), name=f"upstream-session:{self.key}", context=detached())
         try:
             async with asyncio.timeout(CONNECT_TIMEOUT_S):
                 client = await ready
@@ -273,8 +295,11 @@ class UpstreamSession:
             self.last_error = None
             return client
 
-    async def call(self, fn: Callable[[Client], Awaitable[T]]) -> T:
+    async def call(self, fn: Callable[[Client], Awaitable[T]], *, again: bool = True) -> T:
         """Run ``fn`` with the pooled client; connection failures become ``upstream.unavailable``.
+
+        A request the upstream refused because it no longer knows the session was not run: the session is
+        reopened and ``fn`` runs once more.
 
         Raises:
             UpstreamUnavailable: The session died (it is reopened by a later call).
@@ -284,6 +309,11 @@ class UpstreamSession:
         try:
             return await fn(client)
         except MCPError as exc:
+            if again and _forgotten(exc):
+                if self._client is client:  # not yet reopened by a concurrent call
+                    logger.info("upstream %s no longer knows its session; reopening", self.key)
+                    self._teardown()
+                return await self.call(fn, again=False)
             if _closed(exc):
                 self._failed(exc)
                 raise self._unavailable() from exc

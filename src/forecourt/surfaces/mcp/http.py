@@ -306,11 +306,11 @@ async def _peek(scope: Scope, receive: Receive) -> tuple[dict[str, Any] | None, 
         if message["type"] != "http.request":
             break
         chunk = message.get("body", b"")
+        chunks.append(chunk)  # replayed even past the limit: the body must reach the app whole
         size += len(chunk)
+        more = bool(message.get("more_body"))
         if size > _MAX_PEEK:
             break
-        chunks.append(chunk)
-        more = bool(message.get("more_body"))
     raw = b"".join(chunks)
     replayed = False
 
@@ -318,9 +318,11 @@ async def _peek(scope: Scope, receive: Receive) -> tuple[dict[str, Any] | None, 
         nonlocal replayed
         if not replayed:
             replayed = True
-            return {"type": "http.request", "body": raw, "more_body": False}
+            return {"type": "http.request", "body": raw, "more_body": more}
         return await receive()
 
+    if more:  # too large to inspect
+        return None, replay
     try:
         parsed = json.loads(raw) if raw else None
     except ValueError:

@@ -3,7 +3,7 @@
 The SDK keeps a stateful legacy session in the memory of the process that answered ``initialize``; behind a
 load balancer that spreads requests, the next request lands on another replica and gets ``404 Session not
 found``. Forecourt instead runs the legacy era on the SDK's *stateless* transport (every POST is
-self-contained) and adds the two things a session is still needed for:
+self-contained) and adds what a session is still needed for:
 
 - **A session id**, issued on ``initialize``: ``<nonce>.<mac>`` where the MAC (HMAC-SHA256 with
   ``settings.cursor_secret``) binds the nonce to the credential that opened it. Every replica can check it
@@ -14,6 +14,14 @@ self-contained) and adds the two things a session is still needed for:
   the client holds open on replica A. That stream follows the change events of every dealership of the
   caller's company (through the event bus, so changes made on any replica arrive) and, for each event,
   asks the registry whether the session watches the resource or its collection.
+
+- **Requests to the client within a call** (an upstream tool's ``sampling/createMessage`` or
+  ``elicitation/create``, see ``adapters/upstream/mcp_relay.py``): the stateless transport cannot send them,
+  since the client's answer arrives as another POST it cannot route. A :class:`BackChannel` writes the request
+  as one more event of the call's own response stream, and the answer — a POST of a JSON-RPC response with
+  the same session id, on any replica — is taken out before the SDK sees it and handed to the waiting call by
+  a :class:`ReplyRouter` (Redis when configured). The capabilities the client declared in ``initialize``
+  (sampling, elicitation) are written into the session id (covered by its MAC), so every replica knows them.
 
 ``DELETE`` forgets the session's subscriptions. What a legacy session no longer has: server-to-client
 *requests* outside a POST (Forecourt sends none), SSE resumption of the standalone stream, and a per-session
@@ -31,9 +39,11 @@ import json
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
+import mcp_types as types
 import redis.asyncio as aioredis
+from mcp import MCPError
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from sse_starlette.sse import EventSourceResponse
@@ -51,6 +61,11 @@ logger = logging.getLogger(__name__)
 
 SESSION_HEADER = "mcp-session-id"
 MAX_QUEUED = 256
+CAPABILITIES_KEY = "forecourt.mcp.client_capabilities"
+"""ASGI scope key: the :class:`mcp_types.ClientCapabilities` a legacy session declared in ``initialize``."""
+BACKCHANNEL_KEY = "forecourt.mcp.backchannel"
+"""ASGI scope key: the :class:`BackChannel` of a legacy POST whose session may be asked for input."""
+REPLY_TTL_S = 660.0
 
 
 class _QuietStatelessTeardown(logging.Filter):
@@ -75,17 +90,56 @@ class SessionIds:
         digest = hmac.new(self._key, f"{nonce}|{binding}".encode(), hashlib.sha256).digest()[:18]
         return base64.urlsafe_b64encode(digest).decode()
 
-    def issue(self, binding: str) -> str:
-        """A new session id bound to ``binding`` (the caller's identity)."""
-        nonce = secrets.token_urlsafe(18)
+    def issue(self, binding: str, capabilities: str = "") -> str:
+        """A new session id bound to ``binding`` (the caller's identity), carrying a :func:`capability_code`."""
+        nonce = f"{secrets.token_urlsafe(18)}.{capabilities}"
         return f"{nonce}.{self._mac(nonce, binding)}"
 
     def valid(self, session_id: str, binding: str) -> bool:
         """Whether ``session_id`` was issued (by any replica sharing the secret) to ``binding``."""
-        nonce, dot, mac = session_id.partition(".")
+        nonce, dot, mac = session_id.rpartition(".")
         if not dot or len(session_id) > 128:
             return False
         return hmac.compare_digest(mac, self._mac(nonce, binding))
+
+
+def capability_code(declared: object) -> str:
+    """The client capabilities of an ``initialize`` that matter to relaying, as a few letters.
+
+    ``s`` sampling (``t`` with tools, ``c`` with context), ``f`` form and ``u`` URL elicitation (an empty
+    ``elicitation`` object means form, as the specification says).
+    """
+    caps = declared if isinstance(declared, dict) else {}
+    code = ""
+    sampling = caps.get("sampling")
+    if isinstance(sampling, dict):
+        code += "s" + ("t" if isinstance(sampling.get("tools"), dict) else "")
+        code += "c" if isinstance(sampling.get("context"), dict) else ""
+    elicitation = caps.get("elicitation")
+    if isinstance(elicitation, dict):
+        url = isinstance(elicitation.get("url"), dict)
+        code += "f" if isinstance(elicitation.get("form"), dict) or not url else ""
+        code += "u" if url else ""
+    return code
+
+
+def session_capabilities(session_id: str) -> types.ClientCapabilities:
+    """The capabilities a (verified) session id carries; none for ids without a code."""
+    parts = session_id.split(".")
+    code = parts[1] if len(parts) == 3 else ""
+    sampling = None
+    if "s" in code:
+        sampling = types.SamplingCapability(
+            tools=types.SamplingToolsCapability() if "t" in code else None,
+            context=types.SamplingContextCapability() if "c" in code else None,
+        )
+    elicitation = None
+    if "f" in code or "u" in code:
+        elicitation = types.ElicitationCapability(
+            form=types.FormElicitationCapability() if "f" in code else None,
+            url=types.UrlElicitationCapability() if "u" in code else None,
+        )
+    return types.ClientCapabilities(sampling=sampling, elicitation=elicitation)
 
 
 class SubscriptionRegistry(Protocol):
@@ -139,14 +193,15 @@ class RedisRegistry:
     """A Redis set per session (``<prefix>mcp:legacy:<session id>``) expiring ``ttl_s`` after its last use."""
 
     def __init__(self, url: str, prefix: str, ttl_s: float) -> None:
-        self._client: aioredis.Redis = aioredis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
+        self.client: aioredis.Redis = aioredis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
+        self.prefix = prefix
         self._prefix = f"{prefix}mcp:legacy:"
         self._ttl = max(int(ttl_s), 1)
 
     async def add(self, session_id: str, uri: str) -> None:
         key = self._prefix + session_id
         try:
-            async with self._client.pipeline(transaction=True) as pipe:
+            async with self.client.pipeline(transaction=True) as pipe:
                 pipe.sadd(key, uri)
                 pipe.expire(key, self._ttl)
                 await pipe.execute()
@@ -155,26 +210,26 @@ class RedisRegistry:
 
     async def remove(self, session_id: str, uri: str) -> None:
         try:
-            await self._client.srem(self._prefix + session_id, uri)
+            await self.client.srem(self._prefix + session_id, uri)
         except UNAVAILABLE:
             raise Overloaded("Subscriptions are unavailable; try again shortly.") from None
 
     async def clear(self, session_id: str) -> None:
         with contextlib.suppress(*UNAVAILABLE):  # expires on its own
-            await self._client.delete(self._prefix + session_id)
+            await self.client.delete(self._prefix + session_id)
 
     async def watched(self, session_id: str, uris: Sequence[str]) -> set[str]:
         if not uris:
             return set()
-        flags = await self._client.smismember(self._prefix + session_id, list(uris))
+        flags = await self.client.smismember(self._prefix + session_id, list(uris))
         return {uri for uri, flag in zip(uris, flags, strict=True) if flag}
 
     async def touch(self, session_id: str) -> None:
         with contextlib.suppress(*UNAVAILABLE):
-            await self._client.expire(self._prefix + session_id, self._ttl)
+            await self.client.expire(self._prefix + session_id, self._ttl)
 
     async def close(self) -> None:
-        await self._client.aclose()
+        await self.client.aclose()
 
 
 def registry_for(settings: Settings) -> SubscriptionRegistry:
@@ -182,6 +237,219 @@ def registry_for(settings: Settings) -> SubscriptionRegistry:
     if settings.redis_url:
         return RedisRegistry(settings.redis_url, settings.redis_prefix, settings.mcp_session_idle_s)
     return MemoryRegistry()
+
+
+class ReplyWaiter(Protocol):
+    """One expected answer of the client."""
+
+    async def wait(self) -> dict[str, Any]:
+        """The JSON-RPC response the client POSTed (unbounded: the caller bounds it)."""
+
+    def close(self) -> None:
+        """Stop expecting it."""
+
+
+class ReplyRouter(Protocol):
+    """Hands the answers clients POST to the back channel requests that wait for them (on any replica)."""
+
+    async def expect(self, session_id: str, request_id: str) -> ReplyWaiter:
+        """Register an answer to wait for (before the request is sent)."""
+
+    async def deliver(self, session_id: str, reply: dict[str, Any]) -> bool:
+        """Hand over a JSON-RPC response; ``False`` when no request of that session waits for it."""
+
+
+class _LocalWaiter:
+    def __init__(self, waiting: dict[tuple[str, str], asyncio.Future[dict[str, Any]]], key: tuple[str, str]) -> None:
+        self.future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._waiting = waiting
+        self._key = key
+        waiting[key] = self.future
+
+    async def wait(self) -> dict[str, Any]:
+        return await self.future
+
+    def close(self) -> None:
+        if self._waiting.get(self._key) is self.future:
+            del self._waiting[self._key]
+        self.future.cancel()
+
+
+class MemoryReplies:
+    """One process: the answer reaches the replica that asked."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[tuple[str, str], asyncio.Future[dict[str, Any]]] = {}
+
+    async def expect(self, session_id: str, request_id: str) -> ReplyWaiter:
+        return _LocalWaiter(self._waiting, (session_id, request_id))
+
+    async def deliver(self, session_id: str, reply: dict[str, Any]) -> bool:
+        request_id = reply.get("id")
+        future = self._waiting.get((session_id, request_id)) if isinstance(request_id, str) else None
+        if future is None or future.done():
+            return False
+        future.set_result(reply)
+        return True
+
+
+class _RedisWaiter(_LocalWaiter):
+    def __init__(self, replies: RedisReplies, key: tuple[str, str]) -> None:
+        super().__init__(replies._waiting, key)
+        self._client = replies._client
+        self._list = replies._key(*key) + ":reply"
+
+    async def _remote(self) -> dict[str, Any]:
+        try:
+            while True:  # short blocking pops: the client's socket timeout stays meaningful
+                item = await self._client.blpop([self._list], timeout=1)
+                if item is not None:
+                    reply = json.loads(item[1])
+                    if isinstance(reply, dict):
+                        return reply
+        except UNAVAILABLE:
+            logger.warning("relay answers cannot be read from Redis; waiting for one on this replica")
+            return await asyncio.shield(self.future)
+
+    async def wait(self) -> dict[str, Any]:
+        remote = asyncio.ensure_future(self._remote())
+        try:
+            done, _ = await asyncio.wait({self.future, remote}, return_when=asyncio.FIRST_COMPLETED)
+            return (self.future if self.future in done else remote).result()
+        finally:
+            remote.cancel()
+
+
+class RedisReplies(MemoryReplies):
+    """Replicas sharing Redis: an answer POSTed to another replica is pushed to a list the asker pops."""
+
+    def __init__(self, client: aioredis.Redis, prefix: str) -> None:
+        super().__init__()
+        self._client = client
+        self._prefix = f"{prefix}mcp:relay:"
+
+    def _key(self, session_id: str, request_id: str) -> str:
+        digest = hashlib.sha256(f"{session_id}|{request_id}".encode()).hexdigest()
+        return self._prefix + digest
+
+    async def expect(self, session_id: str, request_id: str) -> ReplyWaiter:
+        waiter = _RedisWaiter(self, (session_id, request_id))
+        try:
+            await self._client.set(self._key(session_id, request_id), b"1", ex=int(REPLY_TTL_S))
+        except UNAVAILABLE:
+            logger.warning("relay answers cannot be shared through Redis; only this replica will see them")
+        return waiter
+
+    async def deliver(self, session_id: str, reply: dict[str, Any]) -> bool:
+        if await super().deliver(session_id, reply):
+            return True
+        request_id = reply.get("id")
+        if not isinstance(request_id, str):
+            return False
+        key = self._key(session_id, request_id)
+        try:
+            if not await self._client.exists(key):
+                return False
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.rpush(key + ":reply", json.dumps(reply, separators=(",", ":")))
+                pipe.expire(key + ":reply", int(REPLY_TTL_S))
+                pipe.delete(key)
+                await pipe.execute()
+        except UNAVAILABLE:
+            return False
+        return True
+
+
+def replies_for(registry: SubscriptionRegistry) -> ReplyRouter:
+    """Through the registry's Redis when it has one (any replica may receive the answer), else in memory."""
+    if isinstance(registry, RedisRegistry):
+        return RedisReplies(registry.client, registry.prefix)
+    return MemoryReplies()
+
+
+class NoBackChannel(Exception):
+    """The response cannot carry a request to the client (not an event stream, or already finished)."""
+
+
+def _content_type(message: Message) -> bytes:
+    for key, value in message.get("headers") or ():
+        if key.lower() == b"content-type":
+            return bytes(value).lower()
+    return b""
+
+
+class BackChannel:
+    """Requests to the client on the event stream of one legacy POST (see the module docstring).
+
+    Wraps the ASGI ``send`` of that POST: the SDK's own events and the requests written here go out one at a
+    time, and a request is written only while the response is an open event stream.
+    """
+
+    def __init__(self, send: Send, session_id: str, replies: ReplyRouter) -> None:
+        self._send = send
+        self.session_id = session_id
+        self._replies = replies
+        self._lock = asyncio.Lock()
+        self._started = asyncio.Event()
+        self._stream = False
+        self._ended = False
+
+    async def send(self, message: Message) -> None:
+        """The ``send`` given to the SDK."""
+        async with self._lock:
+            if message["type"] == "http.response.start":
+                self._stream = _content_type(message).startswith(b"text/event-stream")
+                self._started.set()
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                self._ended = True
+            await self._send(message)
+
+    def end(self) -> None:
+        """The response is over (the app returned)."""
+        self._ended = True
+        self._started.set()
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send ``method`` to the client and return its result (the caller bounds the wait).
+
+        Raises:
+            NoBackChannel: The response is not (or no longer) an event stream.
+            MCPError: The client answered with a JSON-RPC error.
+        """
+        await self._started.wait()
+        request_id = f"fc-{secrets.token_urlsafe(12)}"
+        waiter = await self._replies.expect(self.session_id, request_id)
+        try:
+            message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            event = b"event: message\r\ndata: " + json.dumps(message, separators=(",", ":")).encode() + b"\r\n\r\n"
+            async with self._lock:
+                if not self._stream or self._ended:
+                    raise NoBackChannel()
+                await self._send({"type": "http.response.body", "body": event, "more_body": True})
+            reply = await waiter.wait()
+        finally:
+            waiter.close()
+        return _result_of(reply)
+
+
+def _result_of(reply: dict[str, Any]) -> dict[str, Any]:
+    error = reply.get("error")
+    if isinstance(error, dict):
+        code = error.get("code")
+        message = error.get("message")
+        raise MCPError(
+            code if isinstance(code, int) else types.INTERNAL_ERROR,
+            message[:500] if isinstance(message, str) else "The client refused the request.",
+            error.get("data"),
+        )
+    result = reply.get("result")
+    if not isinstance(result, dict):
+        raise MCPError(types.INVALID_REQUEST, "The client's answer has no result.")
+    return result
+
+
+def _is_reply(body: dict[str, Any] | None) -> bool:
+    return body is not None and "method" not in body and "id" in body and ("result" in body or "error" in body)
 
 
 class LegacyStream:
@@ -241,6 +509,7 @@ class LegacySessions:
         relay: Follows dealerships' change events on the event bus.
         registry: Where subscriptions live.
         dealerships: The dealerships a stream of ``caller`` follows.
+        replies: Where the client's answers to back channel requests go (default: :func:`replies_for`).
     """
 
     def __init__(
@@ -251,6 +520,7 @@ class LegacySessions:
         relay: SubscriptionRelay,
         registry: SubscriptionRegistry,
         dealerships: Callable[[Caller], Awaitable[list[str]]],
+        replies: ReplyRouter | None = None,
     ) -> None:
         self.app = app
         self.settings = settings
@@ -258,6 +528,7 @@ class LegacySessions:
         self.registry = registry
         self.dealerships = dealerships
         self.ids = SessionIds(settings.cursor_secret.get_secret_value())
+        self.replies: ReplyRouter = replies if replies is not None else replies_for(registry)
         self.streams = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -281,8 +552,28 @@ class LegacySessions:
             await send({"type": "http.response.body", "body": b""})
         elif method == "POST" and session_id is None:
             await self._maybe_opening(scope, receive, send)
+        elif method == "POST" and session_id is not None:
+            await self._in_session(scope, receive, send, session_id)
         else:
             await self.app(scope, receive, send)
+
+    async def _in_session(self, scope: Scope, receive: Receive, send: Send, session_id: str) -> None:
+        """A POST of a session: an answer to a back channel request, or a message for the SDK."""
+        capabilities = session_capabilities(session_id)
+        scope = {**scope, CAPABILITIES_KEY: capabilities}
+        if capabilities.sampling is None and capabilities.elicitation is None:
+            await self.app(scope, receive, send)  # never asked anything: nothing to answer
+            return
+        body, receive = await _peek(scope, receive)
+        if _is_reply(body) and body is not None and await self.replies.deliver(session_id, body):
+            await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        channel = BackChannel(send, session_id, self.replies)
+        try:
+            await self.app({**scope, BACKCHANNEL_KEY: channel}, receive, channel.send)
+        finally:
+            channel.end()
 
     async def _maybe_opening(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A POST without a session: an ``initialize`` is answered with a new session id."""
@@ -290,7 +581,9 @@ class LegacySessions:
         if body is None or body.get("method") != "initialize":
             await self.app(scope, receive, send)
             return
-        session_id = self.ids.issue(binding_of(scope))
+        params = body.get("params")
+        declared = params.get("capabilities") if isinstance(params, dict) else None
+        session_id = self.ids.issue(binding_of(scope), capability_code(declared))
 
         async def with_session(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] < 400:
