@@ -13,12 +13,9 @@ from starlette.types import Message
 
 from forecourt.adapters.upstream.mcp_relay import at_least, elicitation_refusal, sampling_refusal
 from forecourt.adapters.upstream.relay import RELAY, detached, on_elicitation, on_log, on_sampling
+from forecourt.surfaces.mcp.backchannel import BackChannel, MemoryReplies, NoBackChannel, ReplyRouter
 from forecourt.surfaces.mcp.sessions import (
-    BackChannel,
-    MemoryReplies,
-    NoBackChannel,
     RedisRegistry,
-    ReplyRouter,
     SessionIds,
     capability_code,
     replies_for,

@@ -14,7 +14,7 @@ How the request reaches the client depends on the connection:
 
 - a stateful session (``forecourt mcp --stdio``): the SDK's request, related to the call;
 - a legacy HTTP session (2025-11-25 on the stateless transport): the call POST's
-  :class:`~forecourt.surfaces.mcp.sessions.BackChannel`, with the capabilities its session id carries;
+  :class:`~forecourt.surfaces.mcp.backchannel.BackChannel`, with the capabilities its session id carries;
 - 2026-07-28 (no server-to-client requests at all): :class:`InputRounds` — the call keeps running while its
   tools/call answers ``input_required`` with the upstream's requests, and the client's retry (carrying the
   answers and the ``requestState``) resumes it. The running call lives in the replica that started it, so a
@@ -40,7 +40,8 @@ from mcp.shared.message import ServerMessageMetadata
 from pydantic import BaseModel, ValidationError
 
 from forecourt.adapters.upstream.relay import RELAY_TIMEOUT_S, ElicitationAnswer, SamplingAnswer
-from forecourt.surfaces.mcp.sessions import BACKCHANNEL_KEY, CAPABILITIES_KEY, BackChannel, NoBackChannel
+from forecourt.surfaces.mcp.backchannel import BackChannel, NoBackChannel
+from forecourt.surfaces.mcp.sessions import BACKCHANNEL_KEY, CAPABILITIES_KEY
 
 if TYPE_CHECKING:
     from forecourt.surfaces.mcp.http import Caller
