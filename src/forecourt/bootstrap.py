@@ -16,6 +16,7 @@ from starlette.routing import BaseRoute
 from forecourt.actions.base import Catalogue
 from forecourt.gateway.audit import AuditWriter
 from forecourt.gateway.backends import Backends, build_backends
+from forecourt.gateway.freshness import ChangeGenerations
 from forecourt.gateway.pipeline import AdapterConfigSource, Gateway
 from forecourt.gateway.telemetry import Metrics, build_metrics, configure_tracing
 from forecourt.settings import Settings
@@ -46,6 +47,8 @@ class Services:
     """The outbox dispatcher (``forecourt.events.OutboxDispatcher``): change events onto the event bus."""
     upstreams: Any = None
     """The upstream MCP server registry (``forecourt.adapters.upstream.UpstreamHub``)."""
+    generations: ChangeGenerations | None = None
+    """Per-dealership change generations: fed by ``events``, used by ``gateway`` in cache keys."""
 
     async def start(self) -> None:
         """Start background work (audit flusher, outbox dispatch, deliveries)."""
@@ -117,6 +120,10 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
     )
     catalogue = build_catalogue(settings)
     authenticator = build_authenticator(settings, store, backends.revocations)
+    # One set of generations per process: the outbox dispatcher moves them on, the gateway keys its cache by them.
+    generations = ChangeGenerations(
+        stale_after_s=max(2.0, 20 * settings.events_poll_interval_s), registry=metrics.registry
+    )
     gateway = Gateway(
         settings=settings,
         store=store,
@@ -130,6 +137,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
         tracer=configure_tracing(settings),
         credentials=build_credential_broker(settings, adapter_defaults=adapter_configs.defaults),
         adapter_configs=adapter_configs,
+        freshness=generations,
     )
     register_admin_actions(catalogue)
     model_closers = register_model_actions(catalogue, adapter_configs.defaults, gateway)
@@ -146,6 +154,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
         metrics=metrics,
         audit=audit,
         gateway=gateway,
+        generations=generations,
     )
     services.closers.append(authenticator.aclose)
     from forecourt.events import OutboxDispatcher
@@ -155,6 +164,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
         backends.events,
         claims=backends.idempotency if backends.kind == "redis" else None,
         poll_interval_s=settings.events_poll_interval_s,
+        generations=generations,
     )
     services.background.append(services.events.run)
     services.closers.extend(model_closers)

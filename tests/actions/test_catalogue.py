@@ -92,10 +92,18 @@ def test_mutating_actions_need_a_write_scope_and_reads_a_read_scope(action: Acti
     assert len(action.description) > 60
 
 
-def test_only_non_pii_profile_and_facets_are_cacheable() -> None:
+def test_only_the_non_pii_profile_and_inventory_reads_are_cacheable() -> None:
     cacheable = {a.name for a in ACTIONS if a.cacheable}
-    assert cacheable == {"dealer.information", "inventory.facets"}
-    assert all(not a.pii for a in ACTIONS if a.cacheable)
+    assert cacheable == {"dealer.information", "inventory.search", "inventory.get", "inventory.facets"}
+    assert all(not a.pii and a.read_only for a in ACTIONS if a.cacheable)
+
+
+def test_inventory_reads_are_cached_until_the_inventory_changes_with_a_30_second_safety_net() -> None:
+    follows = {a.name: a.cache_ttl_s for a in ACTIONS if a.cache_follows_changes}
+    assert follows == {"inventory.search": 30.0, "inventory.get": 30.0, "inventory.facets": 30.0}
+    # The dealership profile is not in the outbox: it keeps a plain TTL.
+    profile = next(a for a in ACTIONS if a.name == "dealer.information")
+    assert (profile.cache_follows_changes, profile.cache_ttl_s) == (False, 60.0)
 
 
 def test_actions_holding_customer_data_are_flagged_pii() -> None:

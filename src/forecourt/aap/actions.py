@@ -30,6 +30,8 @@ _SCOPES = {
     "lead.submit": "amcp:leads:write",
 }
 _DEFAULT_LIMIT = 20
+_FOLLOWS_CHANGES = ("inventory.facets", "inventory.search", "inventory.vehicle")
+"""Read skills cached until the dealership's inventory changes (``forecourt.gateway.freshness``); 30 s at most."""
 
 Handler = Callable[[Mapping[str, Any], Dealership, ExecutionContext], Awaitable[dict[str, Any]]]
 
@@ -175,7 +177,9 @@ def skill_action(skill: Skill) -> Action:
         scope=_SCOPES[skill.id],
         side_effect=skill.id == "lead.submit",
         idempotent=skill.id != "lead.submit",
-        cacheable=skill.id in ("dealer.information", "inventory.facets"),
+        cacheable=skill.id in ("dealer.information", *_FOLLOWS_CHANGES),
+        cache_follows_changes=skill.id in _FOLLOWS_CHANGES,
+        cache_ttl_s=30.0 if skill.id in _FOLLOWS_CHANGES else 60.0,
         pii=skill.id == "lead.submit",
         timeout_s=10.0,
         dealer_scoped=True,

@@ -80,6 +80,10 @@ class Action:
     idempotent: bool = True
     cacheable: bool = False
     cache_ttl_s: float = 60.0
+    cache_follows_changes: bool = False
+    """Cached results are keyed by the dealership's change generation (``forecourt.gateway.freshness``): a
+    change to its data makes them unreachable at once in this process and within one outbox poll on the
+    others; while changes cannot be followed the action runs uncached. ``cache_ttl_s`` is the safety net."""
     pii: bool = True
     timeout_s: float = 10.0
     dealer_scoped: bool = True

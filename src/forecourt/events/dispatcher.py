@@ -18,6 +18,10 @@ Delivery guarantees:
   land within ``overlap`` sequence numbers behind the newest event already seen: each poll re-reads that
   window and publishes what it has not published yet.
 - The dispatcher starts at the end of the outbox: history is for ``events.list``, not for live streams.
+
+Given ``generations`` (a :class:`~forecourt.gateway.freshness.ChangeGenerations`), every event it reads
+(including the ones another replica claims) moves that dealership's cache generation on, and each poll
+marks the generations live (or not, when it fails): that is what invalidates cached inventory reads.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from forecourt.domain.timeutil import parse_rfc3339, rfc3339
 if TYPE_CHECKING:  # runtime imports would close a cycle through forecourt.gateway.backends
     from forecourt.gateway.base import IdempotencyStore
     from forecourt.gateway.events_bus import EventBus
+    from forecourt.gateway.freshness import ChangeGenerations
     from forecourt.store.base import Store
 
 logger = logging.getLogger(__name__)
@@ -86,6 +91,8 @@ class OutboxDispatcher:
         poll_interval_s: How long to wait between polls when the outbox is quiet; :meth:`wake` cuts it short.
         batch_size: Events read per query.
         overlap: How many sequence numbers behind the newest seen event each poll re-reads (late commits).
+        generations: The cache generations to move on for every event read (``None``: no result cache
+            follows changes in this process).
     """
 
     def __init__(
@@ -97,6 +104,7 @@ class OutboxDispatcher:
         poll_interval_s: float = 0.25,
         batch_size: int = 200,
         overlap: int = 64,
+        generations: ChangeGenerations | None = None,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -110,6 +118,9 @@ class OutboxDispatcher:
         self._seen_max = max(4 * (self.overlap + self.batch_size), 1024)
         self._wake = asyncio.Event()
         self.running = asyncio.Event()
+        self.generations = generations
+        if generations is not None:
+            generations.waker = self.wake
 
     def wake(self) -> None:
         """Poll now instead of at the end of the current interval (a writer in this process just committed)."""
@@ -125,25 +136,45 @@ class OutboxDispatcher:
             for event in recent:
                 self._remember(event.id)
             self.position = position
+            if self.generations is not None:
+                self.generations.started_at(position)
         return self.position
 
     async def run(self) -> None:
         """Poll and publish until cancelled (a ``services.background`` factory)."""
-        await self.start_position()
-        self.running.set()
-        while True:
-            try:
-                await self.poll_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # the loop must outlive a database blip; the next poll retries
-                logger.exception("outbox dispatch failed; retrying")
-            with suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.poll_interval_s)
-            self._wake.clear()
+        try:
+            await self.start_position()
+            self.running.set()
+            while True:
+                try:
+                    await self.poll_once()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # the loop must outlive a database blip; the next poll retries
+                    logger.exception("outbox dispatch failed; retrying")
+                with suppress(TimeoutError):
+                    # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation racing a wake-up
+                    async with asyncio.timeout(self.poll_interval_s):
+                        await self._wake.wait()
+                self._wake.clear()
+        finally:
+            if self.generations is not None:
+                self.generations.stopped()
 
     async def poll_once(self) -> int:
         """Publish every event committed since the last poll; returns how many were published."""
+        if self.generations is None:
+            return await self._poll()
+        ticket = self.generations.poll_started()
+        try:
+            count = await self._poll()
+        except BaseException:
+            self.generations.poll_failed()
+            raise
+        self.generations.poll_succeeded(ticket)
+        return count
+
+    async def _poll(self) -> int:
         position = await self.start_position()
         count = 0
         if self.overlap and position > 0:
@@ -166,6 +197,9 @@ class OutboxDispatcher:
             if event.id in self._seen:
                 continue
             self._remember(event.id)
+            if self.generations is not None:
+                # Every replica reads every event: each moves its own cache generations on.
+                self.generations.observed(event.dealership_id, event.seq)
             if self.claims is not None:
                 taken = await self.claims.reserve(f"outbox-dispatch:{event.id}", "1", CLAIM_TTL_S)
                 if taken is not None:

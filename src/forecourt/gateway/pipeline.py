@@ -48,6 +48,7 @@ from forecourt.gateway.base import (
     RateLimiter,
     ResultCache,
 )
+from forecourt.gateway.freshness import ChangeGenerations
 from forecourt.gateway.limits import LimitPlan
 from forecourt.gateway.number_bounds import check_number_bounds
 from forecourt.gateway.policy import Decision, TenancyCache, decide
@@ -104,6 +105,7 @@ class Gateway:
         adapter_configs: AdapterConfigSource | None = None,
         limits: LimitPlan | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        freshness: ChangeGenerations | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -123,6 +125,8 @@ class Gateway:
         self.tenancy.on_invalidate.append(self.adapter_configs.invalidate)
         self.validator = SchemaValidator()
         self.clock = clock
+        # Without a dispatcher feeding it the generations are never live: change-tracked actions run uncached.
+        self.freshness = freshness or ChangeGenerations()
         self._bulkheads: dict[str, Bulkhead] = {}
         self.in_flight = 0
         self._idle = asyncio.Event()
@@ -359,7 +363,14 @@ class Gateway:
         dealership: Dealership | None,
         decision: RateDecision | None,
     ) -> Outcome:
-        key = f"cache:{action.name}:{action.version}:{dealership.id if dealership else '-'}:{digest(payload)}"
+        company_id = principal.company_id or (dealership.company_id if dealership else None)
+        scope = self.freshness.cache_scope(action, dealership, company_id, await self._redact_fields(company_id))
+        if scope is None:
+            # Changes are not being followed right now: a cached result could predate one, so run it.
+            self.freshness.bypassed(action.name)
+            result = await self._execute(call, action, payload, principal, dealership)
+            return self._outcome(call, action, result, decision)
+        key = f"cache:{action.name}:{action.version}:{scope}:{digest(payload)}"
         with self._span(call, "gateway.cache"):
             cached = await self.cache.get(key)
         if cached is not None:
@@ -445,6 +456,10 @@ class Gateway:
                         result = await adapter.execute(payload, ctx)
             except TimeoutError as exc:
                 raise Timeout(details={"timeout_s": timeout_s}) from exc
+            finally:
+                if action.side_effect:
+                    # Even a failed write may have committed: this process's cached reads move on at once.
+                    self.freshness.changed_locally(dealership.id if dealership else None)
         if action.type == "model.invoke" and isinstance(payload.get("model"), str):
             # Labelled only once the adapter accepted the model, so callers cannot mint metric series.
             call.model = str(payload["model"])[:64]
@@ -491,16 +506,18 @@ class Gateway:
 
         return invoke
 
+    async def _redact_fields(self, company_id: str | None) -> frozenset[str]:
+        """The extra fields ``company_id``'s policies redact from results."""
+        return frozenset(f.lower() for policy in await self.tenancy.policies(company_id) for f in policy.redact_fields)
+
     async def _redact_output(self, result: AdapterResult, company_id: str | None) -> AdapterResult:
-        # The data owner's policy decides (the dealership's company for anonymous callers too), so a
-        # cached result is redacted the same way whoever filled the cache.
-        fields: set[str] = set()
-        for policy in await self.tenancy.policies(company_id):
-            fields.update(f.lower() for f in policy.redact_fields)
+        # The data owner's policy decides (the dealership's company for anonymous callers too); the cache
+        # key names that company and its redacted fields, so a cached result is redacted the same way.
+        fields = await self._redact_fields(company_id)
         if not fields:
             return result
         return AdapterResult(
-            output=redact(result.output, frozenset(fields)), result_type=result.result_type, metadata=result.metadata
+            output=redact(result.output, fields), result_type=result.result_type, metadata=result.metadata
         )
 
     # ------------------------------------------------------------------ bookkeeping

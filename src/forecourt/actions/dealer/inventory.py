@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from forecourt.actions.base import Action, AdapterResult, ExecutionContext, Handler
@@ -213,6 +214,15 @@ async def inventory_facets(payload: Mapping[str, Any], ctx: ExecutionContext) ->
     return result(facets.model_dump(mode="json"))
 
 
+def follows_changes(action: Action) -> Action:
+    """``action`` cached until the dealership's inventory changes (see ``forecourt.gateway.freshness``).
+
+    The 30 s TTL is only the safety net: a change reaches this process's cache at once and every other
+    replica's within one outbox poll.
+    """
+    return replace(action, cacheable=True, cache_follows_changes=True, cache_ttl_s=30.0)
+
+
 ACTIONS: tuple[Action, ...] = (
     dealer_action(
         "dealer.information",
@@ -230,56 +240,61 @@ ACTIONS: tuple[Action, ...] = (
         pii=False,
         tags=("dealer", "profile"),
     ),
-    dealer_action(
-        "inventory.search",
-        title="Search inventory",
-        description=(
-            "Search the dealership's vehicles. Filters are flat keys; arrays match any listed value "
-            "(case-insensitive), ranges are inclusive. Prices are integer minor units (cents for USD), "
-            "mileage is in miles. Only available and in_transit units are returned unless `status` says "
-            "otherwise. Returns {items, next_cursor, total}; pass next_cursor back to get the next page "
-            "(absent on the last page). Check each vehicle's `available` and `last_verified_at` before "
-            "telling a buyer a unit is in stock."
-        ),
-        input=input_schema({**FILTERS, "sort": SORT}, paged=True),
-        output=page_schema(VEHICLE),
-        scope=READ,
-        pii=False,
-        tags=("inventory", "search"),
+    follows_changes(
+        dealer_action(
+            "inventory.search",
+            title="Search inventory",
+            description=(
+                "Search the dealership's vehicles. Filters are flat keys; arrays match any listed value "
+                "(case-insensitive), ranges are inclusive. Prices are integer minor units (cents for USD), "
+                "mileage is in miles. Only available and in_transit units are returned unless `status` says "
+                "otherwise. Returns {items, next_cursor, total}; pass next_cursor back to get the next page "
+                "(absent on the last page). Check each vehicle's `available` and `last_verified_at` before "
+                "telling a buyer a unit is in stock."
+            ),
+            input=input_schema({**FILTERS, "sort": SORT}, paged=True),
+            output=page_schema(VEHICLE),
+            scope=READ,
+            pii=False,
+            tags=("inventory", "search"),
+        )
     ),
-    dealer_action(
-        "inventory.get",
-        title="Get a vehicle",
-        description=(
-            "Fetch one vehicle by exactly one of `vehicle_id` (the server id from search results), `vin` "
-            "(17 characters) or `stock` (the dealer's stock number). Sold and removed units are returned "
-            "with their status so you can tell a buyer a unit is gone; `available` says whether it can be "
-            "offered. Fails with inventory.vehicle_not_found when no such vehicle exists here."
-        ),
-        input=input_schema(
-            {"vehicle_id": ID, "vin": FILTERS["vin"], "stock": FILTERS["stock"]},
-            oneOf=[{"required": ["vehicle_id"]}, {"required": ["vin"]}, {"required": ["stock"]}],
-        ),
-        output=output_schema(VEHICLE),
-        scope=READ,
-        pii=False,
-        tags=("inventory",),
+    follows_changes(
+        dealer_action(
+            "inventory.get",
+            title="Get a vehicle",
+            description=(
+                "Fetch one vehicle by exactly one of `vehicle_id` (the server id from search results), `vin` "
+                "(17 characters) or `stock` (the dealer's stock number). Sold and removed units are returned "
+                "with their status so you can tell a buyer a unit is gone; `available` says whether it can be "
+                "offered. Fails with inventory.vehicle_not_found when no such vehicle exists here."
+            ),
+            input=input_schema(
+                {"vehicle_id": ID, "vin": FILTERS["vin"], "stock": FILTERS["stock"]},
+                oneOf=[{"required": ["vehicle_id"]}, {"required": ["vin"]}, {"required": ["stock"]}],
+            ),
+            output=output_schema(VEHICLE),
+            scope=READ,
+            pii=False,
+            tags=("inventory",),
+        )
     ),
-    dealer_action(
-        "inventory.facets",
-        title="Inventory facets",
-        description=(
-            "Summarise the dealership's matching inventory: for each term field (make, model, trim, body, "
-            "fuel, ...) the values present with counts, and min/max ranges (price in minor units, mileage "
-            "in miles, year). Takes the same filters as inventory.search; use it to learn what is in stock "
-            "before searching or to build refinements."
-        ),
-        input=input_schema(FILTERS),
-        output=FACETS_OUT,
-        scope=READ,
-        cacheable=True,
-        pii=False,
-        tags=("inventory", "facets"),
+    follows_changes(
+        dealer_action(
+            "inventory.facets",
+            title="Inventory facets",
+            description=(
+                "Summarise the dealership's matching inventory: for each term field (make, model, trim, body, "
+                "fuel, ...) the values present with counts, and min/max ranges (price in minor units, mileage "
+                "in miles, year). Takes the same filters as inventory.search; use it to learn what is in stock "
+                "before searching or to build refinements."
+            ),
+            input=input_schema(FILTERS),
+            output=FACETS_OUT,
+            scope=READ,
+            pii=False,
+            tags=("inventory", "facets"),
+        )
     ),
 )
 
