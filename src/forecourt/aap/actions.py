@@ -44,6 +44,8 @@ async def _dealer(ctx: ExecutionContext, *, fresh: bool = False) -> Dealership:
     """The addressed dealership; reads may use a copy up to a few seconds old, ``fresh`` never does."""
     if not ctx.dealership_id:
         raise InvalidParams("The dealership is not known for this call.", details={"field": "dealership_id"})
+    if not fresh and ctx.dealership is not None and ctx.dealership.id == ctx.dealership_id:
+        return ctx.dealership  # the gateway's copy: the one its result cache key was made from
     cache = _dealers.setdefault(ctx.store, {})
     hit = cache.get(ctx.dealership_id)
     now = time.monotonic()

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
+    from forecourt.domain.tenancy import Dealership
     from forecourt.gateway.base import IssuedCredential, Principal
     from forecourt.settings import Settings
     from forecourt.store.base import Store
@@ -41,6 +42,8 @@ class ExecutionContext:
     adapter_config: Mapping[str, Any] = field(default_factory=dict)
     invoke: Invoker | None = None
     idempotency_key: str | None = None
+    dealership: Dealership | None = None
+    """The addressed dealership as the gateway resolved it for this call (the same copy its cache key used)."""
 
 
 @dataclass

@@ -446,6 +446,7 @@ class Gateway:
             adapter_config=config,
             invoke=self._invoker_for(call.inv, principal),
             idempotency_key=call.inv.idempotency_key,
+            dealership=dealership,
         )
         timeout_s, concurrency = self._limits(action, config)
         bulkhead = self._bulkhead(action.adapter, concurrency)
