@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import socket
@@ -105,6 +106,12 @@ def _free_port() -> int:
 # ---------------------------------------------------------------------------------------------- servers
 
 
+def _freeze() -> None:
+    """What ``forecourt serve`` does once the app is built: start-up objects leave the collector's generations."""
+    gc.collect()
+    gc.freeze()
+
+
 def serve_full() -> None:
     """The real app (settings from the environment)."""
     import uvicorn
@@ -113,7 +120,9 @@ def serve_full() -> None:
     from forecourt.settings import Settings
 
     settings = Settings()
-    uvicorn.run(create_app(settings), host="127.0.0.1", port=settings.port, log_level="warning", access_log=False)
+    app = create_app(settings)
+    _freeze()
+    uvicorn.run(app, host="127.0.0.1", port=settings.port, log_level="warning", access_log=False)
 
 
 def serve_bare() -> None:
@@ -139,6 +148,7 @@ def serve_bare() -> None:
         return page_output([vehicle_repr(v) for v in found.items], None, found.total)
 
     app = server.streamable_http_app(host="127.0.0.1")
+    _freeze()
     uvicorn.run(app, host="127.0.0.1", port=settings.port, log_level="warning", access_log=False)
 
 
@@ -172,6 +182,7 @@ def serve_static() -> None:
         return page
 
     app = server.streamable_http_app(host="127.0.0.1")
+    _freeze()
     uvicorn.run(app, host="127.0.0.1", port=settings.port, log_level="warning", access_log=False)
 
 
