@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
@@ -62,6 +63,15 @@ from forecourt.store.views import ReadOnlyStore
 
 logger = logging.getLogger(__name__)
 IDEMPOTENCY_TTL_S = 24 * 3600.0
+
+
+def _loads(body: bytes | str) -> Any:
+    """A cached result (orjson; the standard library for what it refuses, e.g. NaN written by ``canonical_json``)."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return json.loads(body)
+
 
 __all__ = ["AdapterConfigSource", "Bulkhead", "Gateway"]
 
@@ -375,7 +385,7 @@ class Gateway:
             cached = await self.cache.get(key)
         if cached is not None:
             self.metrics.cache_hits.labels(action.name).inc()
-            data = json.loads(cached)
+            data = _loads(cached)
             result = AdapterResult(output=data["output"], result_type=data["type"], metadata=data["metadata"])
             outcome = self._outcome(call, action, result, decision)
             outcome.cached = True

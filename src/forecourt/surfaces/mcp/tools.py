@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import mcp_types as types
+import orjson
 
 from forecourt.actions.base import Action, Catalogue
 from forecourt.actions.dealer.common import DEALERSHIP_ID
@@ -163,9 +164,15 @@ class ToolSet:
         return self.tools(self.catalogue.all())
 
 
+_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
 def dumps(value: Any) -> str:
-    """Compact JSON text for a tool result."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    """Compact JSON text for a tool result (orjson; the standard library for what it refuses, e.g. huge ints)."""
+    try:
+        return orjson.dumps(value, default=str, option=_ORJSON_OPTIONS).decode()
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def success_result(action: Action, output: Any, *, max_bytes: int) -> types.CallToolResult:
