@@ -25,6 +25,7 @@ from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.subscriptions import ListenHandler
+from mcp.shared.inbound import X_MCP_HEADER_KEY as X_MCP_HEADER
 from pydantic import ValidationError
 
 from forecourt.actions.base import Action
@@ -109,6 +110,7 @@ class McpSurface:
         self.settings = settings
         self.catalogue = gateway.catalogue
         self.toolset = ToolSet(gateway.catalogue)
+        self._header_annotated: dict[str, bool] = {}
         self.relay = SubscriptionRelay(dispatcher)
         self.listener = ListenHandler(self.relay.bus, max_subscriptions=4096)
         self.stdio_caller = stdio_caller
@@ -211,9 +213,19 @@ class McpSurface:
         return [a for a in await self.gateway.allowed_actions(caller.principal, None) if exposed(a)]
 
     def input_schema_of(self, name: str) -> dict[str, Any] | None:
-        """The ``inputSchema`` of tool ``name`` (for the SDK's header validation), or ``None``."""
+        """The ``inputSchema`` of tool ``name`` for the SDK's ``Mcp-Param-*`` header validation, or ``None``.
+
+        ``None`` also for a schema that declares no ``x-mcp-header`` property: it has nothing to validate, and
+        the SDK would otherwise walk the whole schema twice on every call to find that out.
+        """
         action = self.toolset.action_for(name)
-        return self.toolset.tool(action).input_schema if action is not None else None
+        if action is None:
+            return None
+        schema = self.toolset.tool(action).input_schema
+        annotated = self._header_annotated.get(name)
+        if annotated is None:
+            annotated = self._header_annotated[name] = X_MCP_HEADER in json.dumps(schema)
+        return schema if annotated else None
 
     def anonymous_tool(self, name: str) -> bool:
         """Whether tool ``name`` may be called without credentials."""
