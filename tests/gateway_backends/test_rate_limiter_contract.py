@@ -113,3 +113,32 @@ async def test_the_redis_limiter_counts_on_the_servers_clock_by_default(redis_ri
         return (await limiter.hit("member-a", 2, 0.2)).allowed
 
     assert await eventually(allowed_again, timeout_s=2.0)
+
+
+async def test_several_limits_are_counted_together_with_one_decision_each(rig: Rig) -> None:
+    limiter = rig.rate_limiter()
+    hits = [("company-a", 5, 60.0), ("member-a", 2, 60.0), ("member-a:search", 3, 60.0)]
+    first = await limiter.hit_many(hits)
+    second = await limiter.hit_many(hits)
+    assert [d.allowed for d in first] == [True, True, True]
+    assert [d.remaining for d in first] == [4, 1, 2]
+    assert [d.remaining for d in second] == [3, 0, 1]
+    assert [d.limit for d in second] == [5, 2, 3]
+
+
+async def test_a_call_refused_by_one_limit_uses_up_none_of_the_others(rig: Rig) -> None:
+    limiter = rig.rate_limiter()
+    hits = [("company-a", 10, 60.0), ("member-a", 1, 60.0)]
+    assert all(d.allowed for d in await limiter.hit_many(hits))
+    refused = await limiter.hit_many(hits)
+    assert [d.allowed for d in refused] == [True, False]
+    assert refused[1].retry_after_s == pytest.approx(60.0)
+    assert (await limiter.hit("company-a", 10, 60.0)).remaining == 8  # only the first call was counted
+
+
+async def test_hits_counted_together_and_alone_share_the_same_buckets(rig: Rig) -> None:
+    limiter = rig.rate_limiter()
+    await limiter.hit("member-a", 3, 60.0)
+    together = await limiter.hit_many([("member-a", 3, 60.0), ("member-b", 3, 60.0)])
+    assert [d.remaining for d in together] == [1, 2]
+    assert await limiter.hit_many([]) == []

@@ -233,3 +233,10 @@ async def test_a_silently_dead_connection_is_noticed_and_subscriptions_resume(
         await publisher.close()
         await subscriber_client.aclose()
         await publisher_client.aclose()
+
+
+async def test_a_dead_redis_fails_several_limits_the_configured_way(dead: aioredis.Redis) -> None:
+    hits = [("company-a", 5, 60.0), ("member-a", 2, 60.0)]
+    assert all(d.allowed for d in await RedisRateLimiter(dead, fail_mode="open").hit_many(hits))
+    with pytest.raises(Overloaded):
+        await RedisRateLimiter(dead, fail_mode="closed").hit_many(hits)

@@ -6,7 +6,7 @@ contract test suite runs against both.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -124,6 +124,14 @@ class RateLimiter(Protocol):
 
     async def hit(self, key: str, limit: int, window_s: float) -> RateDecision:
         """Count one call against ``key``; the decision says whether it is allowed."""
+        ...
+
+    async def hit_many(self, hits: Sequence[tuple[str, int, float]]) -> list[RateDecision]:
+        """Count one call against every ``(key, limit, window_s)`` at once: all or none.
+
+        The call is counted against every key only when every key allows it; otherwise none is touched
+        (a call refused by one limit uses up none of the others). One decision per hit, in order.
+        """
         ...
 
 

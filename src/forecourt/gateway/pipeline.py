@@ -334,9 +334,10 @@ class Gateway:
 
     async def _rate_limit(self, action: Action, principal: Principal, call: _Call) -> RateDecision | None:
         policies = await self.tenancy.policies(principal.company_id)
+        rules = list(self.limits.rules_for(action, principal, policies))
+        decisions = await self.rate_limiter.hit_many([(r.key, r.limit, r.window_s) for r in rules])
         tightest: RateDecision | None = None
-        for rule in self.limits.rules_for(action, principal, policies):
-            decision = await self.rate_limiter.hit(rule.key, rule.limit, rule.window_s)
+        for rule, decision in zip(rules, decisions, strict=True):
             if not decision.allowed:
                 self.metrics.rate_limited.labels(rule.scope).inc()
                 call.extra["denial"] = "rate_limited"

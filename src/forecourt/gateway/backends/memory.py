@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from forecourt.gateway.backends.common import Clock, emission_interval_us, gcra, rate_decision, to_us
 from forecourt.gateway.base import IdempotencyEntry, RateDecision
@@ -37,6 +38,19 @@ class MemoryRateLimiter:
         if step.allowed:
             self._tat[key] = step.tat_us
         return rate_decision(limit, step.allowed, step.remaining, step.reset_us, step.retry_us)
+
+    async def hit_many(self, hits: Sequence[tuple[str, int, float]]) -> list[RateDecision]:
+        """Count one call against every key, or against none when one of them refuses it."""
+        now = to_us(self._clock())
+        self._maybe_sweep(now)
+        steps = [
+            (key, limit, gcra(self._tat.get(key), now, limit, emission_interval_us(limit, window_s)))
+            for key, limit, window_s in hits
+        ]
+        if all(step.allowed for _, _, step in steps):
+            for key, _, step in steps:
+                self._tat[key] = step.tat_us
+        return [rate_decision(limit, s.allowed, s.remaining, s.reset_us, s.retry_us) for _, limit, s in steps]
 
     def _maybe_sweep(self, now_us: int) -> None:
         # A key whose TAT is in the past is indistinguishable from a missing one, so it can go.

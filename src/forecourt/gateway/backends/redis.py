@@ -32,6 +32,7 @@ negative answer it got while Redis was down.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
@@ -81,6 +82,41 @@ if now < allow_at then
 end
 redis.call('SET', KEYS[1], string.format('%d', new_tat), 'PX', math.ceil((new_tat - now) / 1000))
 return {1, math.floor((now + tolerance - new_tat) / interval), new_tat - now, 0}
+"""
+
+# Several GCRA steps in one round trip, all or nothing: ARGV[1] is the clock (as above), then limit and
+# interval per key. Keys are checked first and written only when every one allows the call.
+_GCRA_MANY_LUA = """
+local now = tonumber(ARGV[1])
+if now < 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local out = {}
+local writes = {}
+local denied = false
+for i = 1, #KEYS do
+  local limit = tonumber(ARGV[2 * i])
+  local interval = tonumber(ARGV[2 * i + 1])
+  local tat = tonumber(redis.call('GET', KEYS[i]))
+  if tat == nil or tat < now then tat = now end
+  local tolerance = interval * limit
+  local new_tat = tat + interval
+  local allow_at = new_tat - tolerance
+  if now < allow_at then
+    denied = true
+    out[i] = {0, 0, tat - now, allow_at - now}
+  else
+    writes[i] = new_tat
+    out[i] = {1, math.floor((now + tolerance - new_tat) / interval), new_tat - now, 0}
+  end
+end
+if not denied then
+  for i = 1, #KEYS do
+    redis.call('SET', KEYS[i], string.format('%d', writes[i]), 'PX', math.ceil((writes[i] - now) / 1000))
+  end
+end
+return out
 """
 
 _RESERVE_LUA = """
@@ -139,6 +175,7 @@ class RedisRateLimiter:
         self._fail_mode = fail_mode
         self._clock = clock
         self._script = client.register_script(_GCRA_LUA)
+        self._many = client.register_script(_GCRA_MANY_LUA)
         self._warn = WarnThrottle(logger, "rate limiter")
 
     async def hit(self, key: str, limit: int, window_s: float) -> RateDecision:
@@ -152,6 +189,25 @@ class RedisRateLimiter:
         self._warn.succeeded()
         allowed, remaining, reset_us, retry_us = (int(v) for v in raw)
         return rate_decision(limit, bool(allowed), remaining, reset_us, retry_us)
+
+    async def hit_many(self, hits: Sequence[tuple[str, int, float]]) -> list[RateDecision]:
+        """Count one call against every key in one round trip, or against none when one of them refuses it."""
+        if not hits:
+            return []
+        now = -1 if self._clock is None else to_us(self._clock())
+        args: list[int] = [now]
+        for _, limit, window_s in hits:
+            args += [limit, emission_interval_us(limit, window_s)]
+        try:
+            raw = await self._many(keys=[self._prefix + key for key, _, _ in hits], args=args)
+        except UNAVAILABLE as exc:
+            return [self._degraded(exc, limit, window_s) for _, limit, window_s in hits]
+        self._warn.succeeded()
+        decisions = []
+        for (_, limit, _), row in zip(hits, raw, strict=True):
+            allowed, remaining, reset_us, retry_us = (int(v) for v in row)
+            decisions.append(rate_decision(limit, bool(allowed), remaining, reset_us, retry_us))
+        return decisions
 
     def _degraded(self, exc: BaseException, limit: int, window_s: float) -> RateDecision:
         if self._fail_mode == "closed":
