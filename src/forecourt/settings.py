@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     rate_action_per_minute: int = 3_000
     rate_anonymous_per_minute: int = 600
     cache_enabled: bool = True
+    cache_local_ttl_s: float = 2.0
+    """With Redis: how long a replica keeps its own copy of a shared cache entry (0 = always ask Redis)."""
+    cache_local_max_entries: int = 10_000
     audit_batch_size: int = 200
     audit_flush_interval_s: float = 0.5
     otlp_endpoint: str | None = None

@@ -83,12 +83,22 @@ def redis_backends(settings: Settings) -> Backends:
     return Backends(
         kind="redis",
         rate_limiter=RedisRateLimiter(client, prefix=prefix, fail_mode=settings.rate_limit_fail_mode),
-        cache=RedisResultCache(client, prefix=prefix),
+        cache=_redis_cache(RedisResultCache(client, prefix=prefix), settings),
         idempotency=RedisIdempotencyStore(client, prefix=prefix),
         revocations=RedisRevocationList(client, prefix=prefix),
         events=events,
         _closers=[events.close, client.aclose],
     )
+
+
+def _redis_cache(shared: ResultCache, settings: Settings) -> ResultCache:
+    """The replicas' cache, with this process's memory in front unless ``cache_local_ttl_s`` is 0."""
+    if settings.cache_local_ttl_s <= 0:
+        return shared
+    from forecourt.gateway.backends.tiered import TieredResultCache
+
+    local = MemoryResultCache(max_entries=settings.cache_local_max_entries)
+    return TieredResultCache(local, shared, local_ttl_s=settings.cache_local_ttl_s)
 
 
 def build_backends(settings: Settings) -> Backends:
