@@ -4,8 +4,8 @@ One run builds a demo database (SQLite), then for each of two servers started as
 (uvicorn, one worker each):
 
 - ``full``: ``create_app(settings)`` — the real `/mcp` endpoint: Host check, API-key authentication, the
-  low-level MCP server, ``Gateway.invoke`` (validation, tenancy, policy, rate limits, cache disabled by the
-  action's PII flag, adapter, redaction, audit records, metrics), the dealer-data adapter;
+  low-level MCP server, ``Gateway.invoke`` (validation, tenancy, policy, rate limits, the result cache — on by default,
+  ``FORECOURT_CACHE_ENABLED=false`` turns it off — adapter, redaction, audit records, metrics), the dealer-data adapter;
 - ``bare``: an ``MCPServer`` whose ``inventory.search`` tool runs the same store query and representation
   (``uow.inventory.search`` + ``vehicle_repr``) with no gateway, no auth and no audit;
 
