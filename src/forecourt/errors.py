@@ -284,6 +284,19 @@ class UpstreamUnavailable(UpstreamError):
     default_message = "An upstream service is unavailable."
 
 
+class UpstreamCredentialRejected(UpstreamError):
+    """The runtime refused the short-lived credential (HTTP 401), typically because it expired on the way.
+
+    The gateway tells the credential provider, so the next call gets a fresh credential instead of the
+    cached one (``CredentialProvider.rejected``).
+    """
+
+    code = "upstream.credential_rejected"
+    http_status = 502
+    retryable = True
+    default_message = "The model runtime rejected the gateway's credential."
+
+
 class UpstreamRateLimited(UpstreamError):
     code = "upstream.rate_limited"
     http_status = 429

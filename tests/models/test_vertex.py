@@ -188,7 +188,8 @@ async def test_a_credential_that_expires_mid_run_is_replaced_and_a_rejected_one_
     assert error_of(response)["code"] == "upstream.credential_rejected"
     assert error_of(response)["retryable"] is True
 
-    clock.advance(200)  # the gateway's view catches up: the next call mints a fresh token and succeeds
+    # The gateway told the provider: the next call mints a fresh token at once (no waiting for the refused
+    # one to reach its expiry) and succeeds.
     retried = await rig.rest("vertex.invokeModel", PROMPT)
     assert retried.status_code == 200
     assert fakes.vertex.requests[-1].token == "ya29.fake-3"

@@ -187,6 +187,8 @@ class IssuedCredential:
     value: str = ""
     expires_at: datetime | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    provider: str = ""
+    """Which provider type issued it (``google``, ``jwt``, ``secret``; set by the broker)."""
 
     def __repr__(self) -> str:
         return f"IssuedCredential(kind={self.kind!r}, value='***', expires_at={self.expires_at!r})"
@@ -196,3 +198,7 @@ class CredentialProvider(Protocol):
     """Mints or fetches a short-lived credential for an adapter, per call."""
 
     async def issue(self, adapter_id: str, company_id: str | None, config: Mapping[str, Any]) -> IssuedCredential: ...
+
+    def rejected(self, adapter_id: str, config: Mapping[str, Any], credential: IssuedCredential) -> None:
+        """The runtime refused ``credential`` before its expiry: never hand it out again (no-op if not cached)."""
+        ...

@@ -34,6 +34,7 @@ from forecourt.errors import (
     Timeout,
     Unauthorized,
     UnknownAction,
+    UpstreamCredentialRejected,
 )
 from forecourt.gateway.adapter_runtime import AdapterConfigSource, Bulkhead, positive
 from forecourt.gateway.audit import AuditWriter
@@ -468,6 +469,10 @@ class Gateway:
                         result = await adapter.execute(payload, ctx)
             except TimeoutError as exc:
                 raise Timeout(details={"timeout_s": timeout_s}) from exc
+            except UpstreamCredentialRejected:
+                if credential is not None and self.credentials is not None:
+                    self.credentials.rejected(action.adapter, config, credential)  # the next call gets a fresh one
+                raise
             finally:
                 if action.side_effect:
                     # Even a failed write may have committed: this process's cached reads move on at once.

@@ -19,7 +19,6 @@ from forecourt.adapters.models.common import (
     ModelRequest,
     ModelRequestRejected,
     RuntimeNotConfigured,
-    UpstreamCredentialRejected,
     UpstreamForbidden,
     parse_request,
     upstream_error,
@@ -28,6 +27,7 @@ from forecourt.adapters.models.nvidia import NvidiaAdapter
 from forecourt.adapters.models.openai_compat import OpenAICompatAdapter
 from forecourt.adapters.models.routing import AgentPreferences, ModelRoute, ModelRouter, RoutePlanner
 from forecourt.adapters.models.vertex import VertexAdapter
+from forecourt.errors import UpstreamCredentialRejected
 
 if TYPE_CHECKING:
     from forecourt.gateway.pipeline import Gateway

@@ -25,6 +25,7 @@ from forecourt.errors import (
     ForecourtError,
     InvalidParams,
     NotFound,
+    UpstreamCredentialRejected,
     UpstreamError,
     UpstreamRateLimited,
     UpstreamUnavailable,
@@ -40,15 +41,6 @@ TEXT_RESULT = "model.textCompletion"
 EMBEDDING_RESULT = "model.embedding"
 INFERENCE_RESULT = "model.inference"
 MAX_RETRY_AFTER_S = 3600.0
-
-
-class UpstreamCredentialRejected(UpstreamError):
-    """The runtime refused the short-lived credential (HTTP 401), typically because it expired on the way."""
-
-    code = "upstream.credential_rejected"
-    http_status = 502
-    retryable = True
-    default_message = "The model runtime rejected the gateway's credential."
 
 
 class UpstreamForbidden(UpstreamError):

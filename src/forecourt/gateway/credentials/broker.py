@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from forecourt.gateway.auth.common import TenancySource
@@ -36,6 +37,10 @@ class NoCredentialProvider:
         """An empty credential."""
         del adapter_id, company_id, config
         return IssuedCredential(kind="none")
+
+    def rejected(self, adapter_id: str, config: Mapping[str, Any], credential: IssuedCredential) -> None:
+        """Nothing to forget."""
+        del adapter_id, config, credential
 
 
 def merge_credentials_config(base: Mapping[str, Any] | None, override: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -176,7 +181,13 @@ class CredentialBroker:
         """
         merged = merge_credentials_config(base, override)
         kind = str(merged.get("type") or "none")
-        return await self._provider(kind).issue(adapter_id, company_id, merged)
+        issued = await self._provider(kind).issue(adapter_id, company_id, merged)
+        return replace(issued, provider=kind)
+
+    def rejected(self, adapter_id: str, config: Mapping[str, Any], credential: IssuedCredential) -> None:
+        """Tell the provider that issued ``credential`` that a runtime refused it (it is not handed out again)."""
+        if credential.provider:
+            self._provider(credential.provider).rejected(adapter_id, config, credential)
 
     def close(self) -> None:
         """Release the Google provider's HTTP client, if one was created."""

@@ -86,6 +86,8 @@ class HttpxRequest(google_transport.Request):
 class _Slot:
     credentials: GoogleCredentials
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    refused: str | None = None
+    """A token a runtime refused before its expiry: refreshed instead of reused."""
 
 
 def _aware(expiry: datetime | None) -> datetime | None:
@@ -158,6 +160,14 @@ class GoogleCredentialProvider:
         expiry = _aware(creds.expiry)
         return bool(creds.token) and expiry is not None and expiry - self._now() > self._margin
 
+    def rejected(self, adapter_id: str, config: Mapping[str, Any], credential: IssuedCredential) -> None:
+        """A runtime refused this token before its expiry (revoked, or the clock was off): refresh it next time."""
+        del config
+        for slot in self._slots.values():
+            if credential.value and slot.credentials.token == credential.value:
+                slot.refused = credential.value
+                logger.info("a runtime refused the Google access token of adapter %s; it will be refreshed", adapter_id)
+
     async def issue(self, adapter_id: str, company_id: str | None, config: Mapping[str, Any]) -> IssuedCredential:
         """An access token for ``adapter_id``'s call.
 
@@ -178,13 +188,15 @@ class GoogleCredentialProvider:
         slot = self._slot(config, scopes)
         async with slot.lock:
             creds = slot.credentials
-            if config.get("reuse", True) is False or not self._fresh_enough(creds):
+            refused = slot.refused is not None and creds.token == slot.refused
+            if config.get("reuse", True) is False or refused or not self._fresh_enough(creds):
                 try:
                     await asyncio.to_thread(creds.refresh, self._request)
                 except google_exceptions.GoogleAuthError as exc:
                     logger.warning("Google token refresh for adapter %s failed: %s", adapter_id, type(exc).__name__)
                     raise CredentialUnavailable() from exc
                 logger.debug("refreshed Google access token for adapter %s", adapter_id)
+            slot.refused = None
             token = str(creds.token)
             expires_at = _aware(creds.expiry)
         return IssuedCredential(

@@ -90,6 +90,10 @@ class SecretProvider:
         """
         self._environ = os.environ if environ is None else environ
 
+    def rejected(self, adapter_id: str, config: Mapping[str, Any], credential: IssuedCredential) -> None:
+        """Nothing to forget: every call reads or mints its credential afresh."""
+        del adapter_id, config, credential
+
     async def issue(self, adapter_id: str, company_id: str | None, config: Mapping[str, Any]) -> IssuedCredential:
         """Read the secret the configuration names.
 

@@ -62,6 +62,10 @@ class SignedJwtProvider:
             raise CredentialUnavailable()
         return key
 
+    def rejected(self, adapter_id: str, config: Mapping[str, Any], credential: IssuedCredential) -> None:
+        """Nothing to forget: every call reads or mints its credential afresh."""
+        del adapter_id, config, credential
+
     async def issue(self, adapter_id: str, company_id: str | None, config: Mapping[str, Any]) -> IssuedCredential:
         """Mint a token for one call to ``adapter_id``.
 
