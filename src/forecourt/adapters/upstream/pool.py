@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any, TypeVar
 
@@ -38,6 +38,21 @@ from forecourt.settings import Settings
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+P = TypeVar("P", bound=types.PaginatedResult)
+
+
+async def _paged(list_page: Callable[..., Awaitable[P]], items: Callable[[P], Sequence[T]]) -> list[T]:
+    """Every item of a paginated listing, following ``next_cursor`` for at most ``MAX_PAGES`` pages."""
+    found: list[T] = []
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        page = await list_page(cursor=cursor)
+        found.extend(items(page))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return found
+
 
 CONNECT_TIMEOUT_S = 15.0
 MIN_BACKOFF_S = 0.25
@@ -346,27 +361,11 @@ class UpstreamSession:
 
     @staticmethod
     async def _all_tools(client: Client) -> list[types.Tool]:
-        found: list[types.Tool] = []
-        cursor: str | None = None
-        for _ in range(MAX_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            found.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return found
+        return await _paged(client.list_tools, lambda page: page.tools)
 
     @staticmethod
     async def _all_resources(client: Client) -> list[types.Resource]:
-        found: list[types.Resource] = []
-        cursor: str | None = None
-        for _ in range(MAX_PAGES):
-            page = await client.list_resources(cursor=cursor)
-            found.extend(page.resources)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return found
+        return await _paged(client.list_resources, lambda page: page.resources)
 
     @staticmethod
     async def _all_templates(client: Client) -> list[types.ResourceTemplate]:
@@ -375,15 +374,7 @@ class UpstreamSession:
 
     @staticmethod
     async def _all_prompts(client: Client) -> list[types.Prompt]:
-        found: list[types.Prompt] = []
-        cursor: str | None = None
-        for _ in range(MAX_PAGES):
-            page = await client.list_prompts(cursor=cursor)
-            found.extend(page.prompts)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return found
+        return await _paged(client.list_prompts, lambda page: page.prompts)
 
     async def close(self) -> None:
         """Close the session (and stop a stdio child)."""
