@@ -31,13 +31,7 @@ class MemoryRateLimiter:
 
     async def hit(self, key: str, limit: int, window_s: float) -> RateDecision:
         """Count one call against ``key``; denied calls are not counted."""
-        interval = emission_interval_us(limit, window_s)
-        now = to_us(self._clock())
-        self._maybe_sweep(now)
-        step = gcra(self._tat.get(key), now, limit, interval)
-        if step.allowed:
-            self._tat[key] = step.tat_us
-        return rate_decision(limit, step.allowed, step.remaining, step.reset_us, step.retry_us)
+        return (await self.hit_many([(key, limit, window_s)]))[0]
 
     async def hit_many(self, hits: Sequence[tuple[str, int, float]]) -> list[RateDecision]:
         """Count one call against every key, or against none when one of them refuses it."""

@@ -61,31 +61,11 @@ UNAVAILABLE: tuple[type[BaseException], ...] = (RedisError, OSError)
 DEFAULT_SOCKET_TIMEOUT_S = 0.5
 FAIL_CLOSED_RETRY_AFTER_S = 1.0
 
-# Keep in step with forecourt.gateway.backends.common.gcra. ARGV[3] < 0 means "use the server's clock",
-# so every replica counts against one clock. Integers are formatted with %d because Lua's default
-# number-to-string keeps only 14 significant digits and a microsecond timestamp has 16.
-_GCRA_LUA = """
-local tat = tonumber(redis.call('GET', KEYS[1]))
-local limit = tonumber(ARGV[1])
-local interval = tonumber(ARGV[2])
-local now = tonumber(ARGV[3])
-if now < 0 then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-if tat == nil or tat < now then tat = now end
-local tolerance = interval * limit
-local new_tat = tat + interval
-local allow_at = new_tat - tolerance
-if now < allow_at then
-  return {0, 0, tat - now, allow_at - now}
-end
-redis.call('SET', KEYS[1], string.format('%d', new_tat), 'PX', math.ceil((new_tat - now) / 1000))
-return {1, math.floor((now + tolerance - new_tat) / interval), new_tat - now, 0}
-"""
-
-# Several GCRA steps in one round trip, all or nothing: ARGV[1] is the clock (as above), then limit and
-# interval per key. Keys are checked first and written only when every one allows the call.
+# GCRA steps for one call, in one round trip, all or nothing; keep in step with
+# forecourt.gateway.backends.common.gcra. ARGV[1] is the clock (< 0: the server's own, so every replica counts
+# against one clock), then limit and interval per key. Keys are checked first and written only when every one
+# allows the call. Integers are formatted with %d because Lua's default number-to-string keeps only 14
+# significant digits and a microsecond timestamp has 16.
 _GCRA_MANY_LUA = """
 local now = tonumber(ARGV[1])
 if now < 0 then
@@ -174,21 +154,12 @@ class RedisRateLimiter:
         self._prefix = f"{prefix}rate:"
         self._fail_mode = fail_mode
         self._clock = clock
-        self._script = client.register_script(_GCRA_LUA)
         self._many = client.register_script(_GCRA_MANY_LUA)
         self._warn = WarnThrottle(logger, "rate limiter")
 
     async def hit(self, key: str, limit: int, window_s: float) -> RateDecision:
         """Count one call against ``key``; denied calls are not counted."""
-        interval = emission_interval_us(limit, window_s)
-        now = -1 if self._clock is None else to_us(self._clock())
-        try:
-            raw = await self._script(keys=[self._prefix + key], args=[limit, interval, now])
-        except UNAVAILABLE as exc:
-            return self._degraded(exc, limit, window_s)
-        self._warn.succeeded()
-        allowed, remaining, reset_us, retry_us = (int(v) for v in raw)
-        return rate_decision(limit, bool(allowed), remaining, reset_us, retry_us)
+        return (await self.hit_many([(key, limit, window_s)]))[0]
 
     async def hit_many(self, hits: Sequence[tuple[str, int, float]]) -> list[RateDecision]:
         """Count one call against every key in one round trip, or against none when one of them refuses it."""
