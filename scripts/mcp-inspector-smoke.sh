@@ -4,7 +4,7 @@
 # Self-contained and idempotent: installs @modelcontextprotocol/inspector-cli into .cache/npm (once; ~10 s),
 # builds a throwaway SQLite database with the demo tenants and an API key, starts `forecourt serve` on a free
 # loopback port, then lists tools, calls inventory.search, reads a resource and lists prompts over
-# Streamable HTTP. Exits non-zero on the first failure; always stops the server and removes the temp folder.
+# Streamable HTTP; then, at /mcp?names=llm, lists the LLM-safe names and calls a tool by both of its names. Exits non-zero on the first failure; always stops the server and removes the temp folder.
 #
 #   scripts/mcp-inspector-smoke.sh            # install if needed, then run
 #   scripts/mcp-inspector-smoke.sh --install  # only install the npm package
@@ -57,7 +57,9 @@ expect() { # expect <what> <needle> <output>
 
 out="$(inspect --method tools/list)"
 expect "tools/list names inventory.search" '"inventory.search"' "$out"
-expect "tools/list has AAP tools" '"aap_inventory_search"' "$out"
+expect "tools/list of the crm toolset has dealer.information" '"dealer.information"' "$out"
+if grep -q '"aap_inventory_search"' <<<"$out"; then echo "FAIL: the crm toolset lists aap_inventory_search" >&2; exit 1; fi
+echo "ok: the crm toolset lists one inventory search"
 out="$(inspect --method tools/call --tool-name inventory.search --tool-arg dealership_id=demo-toyota-sf --tool-arg limit=2)"
 expect "tools/call inventory.search returns vehicles" '"vin"' "$out"
 out="$(inspect --method tools/call --tool-name inventory.search --tool-arg dealership_id=demo-bay-sj)"
@@ -68,4 +70,16 @@ out="$(inspect --method resources/read --uri automotive://manifest)"
 expect "resources/read automotive://manifest" 'automotive_mcp' "$out"
 out="$(inspect --method prompts/list)"
 expect "prompts/list" 'follow_up_lead' "$out"
+expect "prompts/list has the CRM prompts" 'find_suvs_and_book_test_drive' "$out"
+
+URL="http://127.0.0.1:$PORT/mcp?names=llm"
+out="$(inspect --method tools/list)"
+expect "?names=llm lists inventory_search" '"inventory_search"' "$out"
+expect "?names=llm lists deals_request_trade_value" '"deals_request_trade_value"' "$out"
+if grep -q '"name": *"[a-z_]*\.' <<<"$out"; then echo "FAIL: ?names=llm lists a dotted name" >&2; exit 1; fi
+echo "ok: ?names=llm lists no dotted name"
+out="$(inspect --method tools/call --tool-name inventory_search --tool-arg dealership_id=demo-toyota-sf --tool-arg limit=2)"
+expect "tools/call inventory_search (LLM-safe name) returns vehicles" '"vin"' "$out"
+out="$(inspect --method tools/call --tool-name inventory.search --tool-arg dealership_id=demo-toyota-sf --tool-arg limit=2)"
+expect "tools/call inventory.search (canonical name) still works there" '"vin"' "$out"
 echo "MCP Inspector smoke test passed"

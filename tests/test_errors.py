@@ -71,3 +71,22 @@ def test_an_error_body_carries_code_message_retryable_and_only_safe_details() ->
         "retryable": True,
         "details": {"retry_after": 2.5, "scope": "member"},
     }
+
+
+def test_the_error_tree_in_the_errors_module_docstring_names_every_error_class() -> None:
+    import forecourt.errors as errors_module
+
+    _import_everything()
+    doc = errors_module.__doc__ or ""
+    missing = [cls.__name__ for cls in all_error_classes() if f" {cls.__name__}" not in doc]
+    assert not missing, f"add these to the tree in forecourt/errors.py: {missing}"
+
+
+def test_every_error_class_lives_in_an_errors_module() -> None:
+    _import_everything()
+    elsewhere = [
+        f"{cls.__module__}.{cls.__qualname__}"
+        for cls in all_error_classes()
+        if cls.__module__.startswith("forecourt.") and not cls.__module__.endswith("errors")
+    ]
+    assert not elsewhere, f"error classes outside an errors module: {elsewhere}"

@@ -24,7 +24,7 @@ _WANTED = {x.strip() for x in os.environ.get("FORECOURT_BENCH_EXPERIMENTS", "").
 
 
 def _aap_read_view() -> None:
-    import forecourt.aap.actions as aap
+    import forecourt.actions.aap.skills as aap
 
     original = aap.skill_action
 

@@ -7,21 +7,29 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from forecourt.actions.base import Catalogue
+from forecourt.background import BackgroundTasks
 from forecourt.gateway.audit import AuditWriter
+from forecourt.gateway.audit_journal import audit_journal_for
 from forecourt.gateway.backends import Backends, build_backends
 from forecourt.gateway.freshness import ChangeGenerations
 from forecourt.gateway.pipeline import AdapterConfigSource, Gateway
 from forecourt.gateway.telemetry import Metrics, build_metrics, configure_tracing
+from forecourt.lifecycle import Drain
 from forecourt.settings import Settings
 from forecourt.store import open_store
 from forecourt.store.base import Store
+
+if TYPE_CHECKING:
+    from forecourt.adapters.upstream.hub import UpstreamHub
+    from forecourt.delivery.runtime import AapRuntime
+    from forecourt.events import OutboxDispatcher
 
 logger = logging.getLogger(__name__)
 
@@ -41,27 +49,46 @@ class Services:
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     closers: list[Callable[[], Any]] = field(default_factory=list)
     draining: bool = False
-    aap: Any = None
-    """The AAP dealer agent's runtime (``forecourt.delivery.runtime.AapRuntime``)."""
-    events: Any = None
-    """The outbox dispatcher (``forecourt.events.OutboxDispatcher``): change events onto the event bus."""
-    upstreams: Any = None
-    """The upstream MCP server registry (``forecourt.adapters.upstream.UpstreamHub``)."""
+    drain: Drain = field(default_factory=Drain)
+    """What SIGTERM starts (``forecourt serve``): readiness off, SSE streams told to reconnect, loops stopped."""
+    aap: AapRuntime | None = None
+    """The AAP dealer agent's runtime: A2A stores, delivery worker, event router."""
+    events: OutboxDispatcher | None = None
+    """The outbox dispatcher: change events onto the event bus."""
+    upstreams: UpstreamHub | None = None
+    """The upstream MCP server registry (what the MCP surface federates)."""
     generations: ChangeGenerations | None = None
     """Per-dealership change generations: fed by ``events``, used by ``gateway`` in cache keys."""
 
+    @property
+    def runner(self) -> BackgroundTasks:
+        """Where parts register their background loops and closers."""
+        return BackgroundTasks(self.background, self.closers, self.drain.callbacks)
+
     async def start(self) -> None:
         """Start background work (audit flusher, outbox dispatch, deliveries)."""
+        await self.audit.recover()
         self.audit.start()
         for factory in self.background:
             self.tasks.append(asyncio.create_task(factory()))
 
+    def begin_drain(self) -> None:
+        """Start draining: ``/readyz`` 503, SSE streams closed with ``retry:``, background loops stop taking work."""
+        self.draining = True
+        self.metrics.draining.set(1)
+        self.drain.begin()
+
     async def close(self) -> None:
         """Drain in-flight calls, flush audit, stop background work, release connections."""
-        self.draining = True
+        self.begin_drain()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.settings.drain_timeout_s):
                 await self.gateway.drained()
+        # Write the audit trail while background work still runs normally: a task cancelled in the middle of
+        # an SQLite write can leave its lock held until the process ends, and the flush below would then fail.
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(5.0):
+                await self.audit.flush(attempts=3)
         for task in self.tasks:
             task.cancel()
         for task in self.tasks:
@@ -77,48 +104,37 @@ class Services:
         await self.store.close()
 
 
-def build_catalogue(settings: Settings) -> Catalogue:
-    """Every action and adapter Forecourt offers."""
-    from forecourt.actions.dealer import register_dealer_actions
-    from forecourt.adapters.dealer_data import DealerDataAdapter
-
-    catalogue = Catalogue()
-    register_dealer_actions(catalogue, with_adapter=False)
-    catalogue.add_adapter(DealerDataAdapter())
-    from forecourt.surfaces.mcp.extra_actions import register_appointment_actions
-
-    register_appointment_actions(catalogue)
-    from forecourt.aap.actions import register_aap_actions
-
-    register_aap_actions(catalogue)
-    from forecourt.adapters.workflow import register_workflow_actions
-
-    register_workflow_actions(catalogue)
-    from forecourt.adapters.knowledge import register_knowledge
-    from forecourt.adapters.named_queries import register_named_queries
-
-    register_knowledge(catalogue)
-    register_named_queries(catalogue)
-    return catalogue
-
-
 def build_services(settings: Settings, *, store: Store | None = None) -> Services:
     """Wire store, backends, authenticators, gateway and audit from ``settings``."""
-    from forecourt.actions.admin import AdminAdapter, register_admin_actions
+    from forecourt.actions.catalogue import CatalogueParts, build_catalogue
     from forecourt.adapters.config import adapter_defaults_for
-    from forecourt.adapters.models import register_model_actions
     from forecourt.gateway.auth import build_authenticator
     from forecourt.gateway.auth.apikeys import ApiKeyService
-    from forecourt.gateway.credentials import build_credential_broker
+    from forecourt.gateway.auth.operator import OperatorKeys
+    from forecourt.gateway.credentials import CredentialBroker, build_credential_broker
 
     store = store or open_store(settings)
     backends = build_backends(settings)
     adapter_configs = AdapterConfigSource(adapter_defaults_for(settings))
     metrics = build_metrics()
     audit = AuditWriter(
-        store, metrics, batch_size=settings.audit_batch_size, flush_interval_s=settings.audit_flush_interval_s
+        store,
+        metrics,
+        batch_size=settings.audit_batch_size,
+        flush_interval_s=settings.audit_flush_interval_s,
+        journal=audit_journal_for(settings),
     )
-    catalogue = build_catalogue(settings)
+    built_gateway: list[Gateway] = []
+    built = build_catalogue(
+        CatalogueParts(
+            adapter_defaults=adapter_configs.defaults,
+            gateway=lambda: built_gateway[0],
+            api_keys=ApiKeyService.from_settings(settings, store, backends.revocations),
+            operator_keys=OperatorKeys(store, settings.api_key_pepper),
+            on_tenancy_change=lambda: built_gateway[0].tenancy.invalidate(),  # noqa: PLW0108 (built below)
+        )
+    )
+    catalogue = built.catalogue
     authenticator = build_authenticator(settings, store, backends.revocations)
     # One set of generations per process: the outbox dispatcher moves them on, the gateway keys its cache by them.
     generations = ChangeGenerations(
@@ -139,13 +155,8 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
         adapter_configs=adapter_configs,
         freshness=generations,
     )
-    register_admin_actions(catalogue)
-    model_closers = register_model_actions(catalogue, adapter_configs.defaults, gateway)
-    catalogue.add_adapter(
-        AdminAdapter(
-            ApiKeyService.from_settings(settings, store, backends.revocations), on_change=gateway.tenancy.invalidate
-        )
-    )
+    built_gateway.append(gateway)
+    _register_console_actions(catalogue, gateway, services_store=store)
     services = Services(
         settings=settings,
         store=store,
@@ -157,6 +168,11 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
         generations=generations,
     )
     services.closers.append(authenticator.aclose)
+    if isinstance(gateway.credentials, CredentialBroker):
+        services.closers.append(gateway.credentials.aclose)  # the credential providers' HTTP clients
+    from forecourt.gateway.cloud_observability import enable_cloud_export
+
+    services.closers.extend(enable_cloud_export(settings, metrics.registry))
     from forecourt.events import OutboxDispatcher
 
     services.events = OutboxDispatcher(
@@ -167,14 +183,74 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
         generations=generations,
     )
     services.background.append(services.events.run)
-    services.closers.extend(model_closers)
+    services.drain.sse_retry_ms = settings.sse_retry_ms
+    _add_sampler(services)
+    services.closers.extend(built.closers)
+    from forecourt.delivery.model_jobs import ModelJobPoller
+
+    services.background.append(ModelJobPoller(gateway, backends.events).run)  # fine-tuning and batch jobs
     from forecourt.delivery.runtime import build_aap_runtime
 
-    services.aap = build_aap_runtime(services)
+    services.aap = build_aap_runtime(store, settings, services.runner)
+    from forecourt.inventory_import.schedule import FeedPuller
+
+    feeds = FeedPuller(store, settings)
+    services.runner.run(feeds.run)
+    services.runner.on_drain(feeds.stop)
+    services.runner.on_close(feeds.aclose)
     from forecourt.adapters.upstream import register_upstreams
 
-    services.upstreams = register_upstreams(services)
+    services.upstreams = register_upstreams(store, catalogue, settings, gateway, services.runner)
     return services
+
+
+def _add_sampler(services: Services) -> None:
+    """Process, pool, Redis and backlog gauges sampled in the background; OTLP metrics and logs when configured."""
+    from forecourt.gateway.sampler import RuntimeSampler
+
+    dispatcher = services.events
+    sampler = RuntimeSampler(
+        services.metrics,
+        services.store,
+        interval_s=services.settings.metrics_sample_interval_s,
+        redis_ping=services.backends.ping,
+        outbox_position=lambda: dispatcher.position if dispatcher is not None else None,
+        certificates={"server": services.settings.tls_certfile} if services.settings.tls_certfile else None,
+    )
+    sampler.announce()
+    services.background.append(sampler.run)
+    from forecourt.gateway.otel_export import configure_log_export, metrics_export
+
+    export = metrics_export(services.settings, services.metrics.registry)
+    if export is not None:
+        services.background.append(export.run)
+    close_logs = configure_log_export(services.settings)
+    if close_logs is not None:
+        services.closers.append(close_logs)
+
+
+def _multiprocess_dir(settings: Settings) -> Any:
+    """``PROMETHEUS_MULTIPROC_DIR`` when prometheus-client really runs multiprocess in this process, else None."""
+    from prometheus_client import values
+
+    multiprocess = bool(getattr(values.ValueClass, "_multiprocess", False))
+    return settings.prometheus_multiproc_dir if multiprocess else None
+
+
+def _register_console_actions(catalogue: Catalogue, gateway: Gateway, *, services_store: Store) -> None:
+    """The operator console's actions (views, leads, approvals, policy pre-flight) and the approval stage."""
+    from forecourt.actions.approvals import register_approvals
+    from forecourt.actions.console_leads import register_console_leads
+    from forecourt.actions.console_views import register_console_views
+    from forecourt.actions.policy_preflight import register_policy_preflight
+    from forecourt.gateway.approvals import ApprovalGate
+    from forecourt.store.console import SqlApprovals
+
+    register_console_views(catalogue, gateway)
+    register_console_leads(catalogue)
+    register_approvals(catalogue)
+    register_policy_preflight(catalogue, gateway)
+    gateway.approvals = ApprovalGate(SqlApprovals(services_store), gateway.clock)
 
 
 def _routes(services: Services) -> tuple[list[BaseRoute], list[Middleware]]:
@@ -183,30 +259,63 @@ def _routes(services: Services) -> tuple[list[BaseRoute], list[Middleware]]:
     from forecourt.surfaces.rest import RestSurface
 
     routes: list[BaseRoute] = []
-    routes.extend(health_routes(services.store, services.metrics, lambda: services.draining))
-    from forecourt.surfaces.mcp import mcp_routes
+    routes.extend(
+        health_routes(
+            services.store,
+            services.metrics,
+            services.drain,
+            redis_ping=services.backends.ping,
+            multiprocess_dir=_multiprocess_dir(services.settings),
+        )
+    )
+    from forecourt.surfaces.mcp.app import mcp_routes
 
-    routes.extend(mcp_routes(services))  # "/mcp" exactly; "/mcp/{action}" below stays the REST envelope
+    routes.extend(
+        mcp_routes(
+            services.gateway,
+            services.settings,
+            events=services.events,
+            hub=services.upstreams,
+            tasks=services.runner,
+        )
+    )  # "/mcp" exactly; "/mcp/{action}" below stays the REST envelope
     routes.extend(RestSurface(services.gateway, services.settings).routes())
     routes.extend(AdminApi(services.gateway, services.settings).routes())
     from forecourt.surfaces.a2a.app import A2ASurface
 
     aap = services.aap
+    assert aap is not None, "build_services builds the AAP runtime"
     routes.extend(
         A2ASurface(
             services.gateway,
             services.settings,
-            aap.directory,
             subscriber=aap.subscribe,
             stores=(aap.task_store, aap.push_store),
         ).routes()
     )
+    from forecourt.surfaces.a2a.tasks_agent import gateway_agent_routes
+
+    routes.extend(gateway_agent_routes(services))
     from forecourt.surfaces.guard import RequestGuard
     from forecourt.surfaces.openapi import openapi_routes
 
     routes.extend(openapi_routes(services.catalogue))
-    # The guard is outermost: every surface (MCP and A2A parse their own bodies) gets bounded input.
-    return routes, [Middleware(RequestGuard, settings=services.settings)]
+    if services.settings.console_enabled:
+        from forecourt.surfaces.console import console_routes
+
+        routes.extend(console_routes(services.gateway, services.settings))
+    from forecourt.surfaces.access import AccessMiddleware
+
+    # The access log is outermost (it sees every status, the guard's 413s too); then the guard: every surface
+    # (MCP and A2A parse their own bodies) gets bounded input.
+    access = Middleware(
+        AccessMiddleware,
+        metrics=services.metrics,
+        drain=services.drain,
+        routes=routes,
+        log=services.settings.access_log,
+    )
+    return routes, [access, Middleware(RequestGuard, settings=services.settings, rejections=services.audit)]
 
 
 def create_app(settings: Settings | None = None, *, services: Services | None = None) -> Starlette:
@@ -225,7 +334,19 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.services = services
+    _connect_preflight(services, app)
     return app
+
+
+def _connect_preflight(services: Services, app: Starlette) -> None:
+    """The policy pre-flight checks the dealer agents through this app, in process."""
+    import httpx
+
+    from forecourt.actions.policy_preflight import PolicyPreflight
+
+    adapter = services.catalogue.adapter_for_id("policy_preflight")
+    if isinstance(adapter, PolicyPreflight):
+        adapter.transport = httpx.ASGITransport(app=app)
 
 
 def route_paths(app: Starlette) -> Sequence[str]:

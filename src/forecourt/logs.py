@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 from opentelemetry import trace
 
 _configured = False
@@ -27,13 +27,17 @@ class JsonFormatter(logging.Formatter):
         if span_ctx.is_valid:
             entry["trace_id"] = format(span_ctx.trace_id, "032x")
             entry["span_id"] = format(span_ctx.span_id, "016x")
+        fields = record.__dict__.get("fields")
+        if isinstance(fields, dict):  # structured fields of a line (the access log's), None values left out
+            entry.update((k, v) for k, v in fields.items() if v is not None)
         if record.exc_info and record.exc_info[0] is not None:
             # The exception type is useful to operators; the traceback stays out of structured logs
             # unless debugging, because exception messages can carry values from requests.
             entry["exc_type"] = record.exc_info[0].__name__
             if logging.getLogger().isEnabledFor(logging.DEBUG):
                 entry["traceback"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
+        # orjson: a log line per request (the access log) must cost little; str() for anything it cannot encode
+        return orjson.dumps(entry, default=str).decode()
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -50,6 +54,33 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     @stream.setter
     def stream(self, value: Any) -> None:
         del value
+
+
+def uvicorn_log_config(level: str = "INFO", *, json_output: bool = True) -> dict[str, Any]:
+    """A ``logging.config.dictConfig`` for uvicorn: its own lines in Forecourt's format, on stderr.
+
+    uvicorn applies it in the supervisor and in every worker before anything is logged, so "Started server
+    process", "Waiting for connections to close" and errors are JSON lines like every other. uvicorn's access
+    log stays off: the ``forecourt.access`` logger writes one line per request with the path template.
+    """
+    formatter: dict[str, Any] = (
+        {"()": f"{__name__}.JsonFormatter"}
+        if json_output
+        else {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}
+    )
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"forecourt": formatter},
+        "handlers": {"stderr": {"()": f"{__name__}._StderrHandler", "formatter": "forecourt"}},
+        "root": {"handlers": ["stderr"], "level": level.upper()},
+        "loggers": {
+            # Levels set here, or a level uvicorn (or an embedding app) set earlier would still filter them.
+            "uvicorn": {"handlers": [], "propagate": True, "level": level.upper()},
+            "uvicorn.error": {"handlers": [], "propagate": True, "level": level.upper()},
+            "uvicorn.access": {"handlers": [], "propagate": False},
+        },
+    }
 
 
 def configure_logging(level: str = "INFO", *, json_output: bool = True) -> None:

@@ -19,7 +19,7 @@ import socket
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit
 
-from forecourt.errors import ForecourtError
+from forecourt.errors import UnsafeTarget
 
 logger = logging.getLogger(__name__)
 
@@ -40,15 +40,6 @@ _EXTRA_BLOCKED: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = (
     ipaddress.ip_network("fc00::/7"),
     ipaddress.ip_network("fe80::/10"),
 )
-
-
-class UnsafeTarget(ForecourtError):
-    """An outbound URL was refused: wrong scheme, or its host is private, loopback or otherwise non-public."""
-
-    code = "net.unsafe_target"
-    http_status = 400
-    jsonrpc_code = -32602
-    default_message = "The target URL is not allowed."
 
 
 def is_public_address(address: IPAddress) -> bool:

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from aap.support import TOYOTA, LiveServer, build_template, settings_for
-from forecourt.aap.schemas import errors
 from forecourt.bootstrap import create_app
+from forecourt.domain.aap_spec import errors
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = Path(os.environ.get("A2A_JS_PREFIX", ROOT / ".cache" / "node"))

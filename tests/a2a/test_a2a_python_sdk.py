@@ -18,8 +18,8 @@ from a2a.utils.errors import A2AError
 from google.protobuf.json_format import MessageToDict
 
 from aap.support import TOYOTA, LiveServer, build_template, fixture, settings_for
-from forecourt.aap.schemas import SKILLS_BY_ID, errors, normalise_numbers
 from forecourt.bootstrap import create_app
+from forecourt.domain.aap_spec import SKILLS_BY_ID, errors, normalise_numbers
 
 EXAMPLES = [
     ("dealer.information", "dealer-information-request.example.json"),
@@ -111,3 +111,33 @@ async def test_the_python_a2a_client_surfaces_aap_errors(server: LiveServer, bin
         )
     assert seen[-1]["type"] == "aap.error"
     assert seen[-1]["code"] == "SCHEMA_VALIDATION_FAILED"
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+async def test_the_python_a2a_client_streams_a_skill_reply_as_one_message_event(
+    server: LiveServer, binding: str
+) -> None:
+    skill = SKILLS_BY_ID["inventory.search"]
+    async with httpx.AsyncClient() as http:
+        config = ClientConfig(
+            httpx_client=http,
+            streaming=True,
+            supported_protocol_bindings=[binding],
+            accepted_output_modes=[skill.response_media_type],
+        )
+        client = await ClientFactory(config).create_from_url(f"{server.url}/dealers/{TOYOTA}")
+        assert client._card.capabilities.streaming  # the card says it, and it is so
+        request = SendMessageRequest(
+            message=Message(
+                message_id=str(uuid4()),
+                role=Role.ROLE_USER,
+                parts=[new_data_part({"type": "inventory.search.request"}, media_type=skill.request_media_type)],
+            )
+        )
+        try:
+            events = [event async for event in client.send_message(request)]
+        finally:
+            await client.close()
+    assert len(events) == 1
+    payload = normalise_numbers(MessageToDict(events[0].message.parts[0].data))
+    assert errors(skill.response_schema, payload) == []

@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import uvicorn
 
-from forecourt.aap.schemas import SKILLS_BY_ID
 from forecourt.bootstrap import Services, create_app
 from forecourt.demo import load_demo
+from forecourt.domain.aap_spec import SKILLS_BY_ID
 from forecourt.gateway.auth.apikeys import ApiKeyService
 from forecourt.gateway.backends.memory import MemoryRevocationList
 from forecourt.settings import Settings

@@ -13,18 +13,25 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from typer.testing import CliRunner
 
-from forecourt.aap.checker import run_check
+from forecourt.adapters.aap.checker import run_check
 from forecourt.cli.main import app as cli
 
 from .support import TOYOTA, LiveServer, fixture
 
 
 def test_aap_check_passes_against_the_demo_dealer_agent(live: LiveServer) -> None:
-    result = CliRunner().invoke(cli, ["aap", "check", f"{live.url}/dealers/{TOYOTA}"])
+    result = CliRunner().invoke(cli, ["aap", "check", f"{live.url}/dealers/{TOYOTA}", "--submit-lead"])
     assert result.exit_code == 0, result.output
     assert "RESULT: PASS" in result.output
     assert "skill.lead.submit.response_schema" in result.output
     assert "errors.inventory.search.code" in result.output
+
+
+def test_aap_check_submits_no_lead_unless_asked(live: LiveServer) -> None:
+    result = CliRunner().invoke(cli, ["aap", "check", f"{live.url}/dealers/{TOYOTA}"])
+    assert result.exit_code == 0, result.output
+    assert "skipped (no --submit-lead)" in result.output
+    assert "skill.lead.submit.response_schema" not in result.output
 
 
 def _broken_agent() -> Starlette:

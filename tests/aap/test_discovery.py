@@ -6,8 +6,8 @@ from typing import Any
 
 import httpx
 
-from forecourt.aap.checker import card_requires_bearer
-from forecourt.aap.schemas import EXTENSION_URI, SKILL_IDS, errors
+from forecourt.adapters.aap.checker import card_requires_bearer
+from forecourt.domain.aap_spec import EXTENSION_URI, SKILL_IDS, errors
 
 from .support import HONDA, TOYOTA, LiveServer, Rig
 

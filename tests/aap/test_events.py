@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from forecourt.aap.schemas import EVENT_MEDIA_TYPE, errors
+from forecourt.domain.aap_spec import EVENT_MEDIA_TYPE, errors
 from forecourt.domain.people import LeadStatus
 from forecourt.domain.service import AppointmentStatus
 

@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from forecourt.aap.translate import otd_minor, tax_minor
+from forecourt.actions.aap.translate import otd_minor, tax_minor
 from forecourt.domain.money import Money
 from forecourt.domain.service import Appointment, AppointmentKind, AppointmentStatus
 from forecourt.domain.tenancy import DayHours

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from forecourt.aap.schemas import SKILLS_BY_ID, errors
+from forecourt.domain.aap_spec import SKILLS_BY_ID, errors
 
 from .support import HEADERS, TOYOTA, LiveServer, Rig, error_of, fixture, jsonrpc, message, payload_of
 

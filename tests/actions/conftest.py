@@ -1,4 +1,4 @@
-"""A harness that runs dealer actions through the DealerDataAdapter on a real, migrated SQLite store.
+"""A harness that runs dealer actions through their catalogue handlers on a real, migrated SQLite store.
 
 Every call validates its payload against the action's input schema (as the gateway does) and the
 output against the action's output schema.
@@ -15,8 +15,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from forecourt.actions.base import Catalogue, ExecutionContext
-from forecourt.actions.dealer import register_dealer_actions
-from forecourt.adapters.dealer_data import DealerDataAdapter
+from forecourt.actions.catalogue import register_dealer_actions
 from forecourt.gateway.base import Principal
 from forecourt.settings import Settings
 from forecourt.store import SqlStore, create_engine, upgrade_async
@@ -38,7 +37,6 @@ class Harness:
     store: SqlStore
     settings: Settings
     catalogue: Catalogue
-    adapter: DealerDataAdapter
 
     def context(
         self,
@@ -77,7 +75,9 @@ class Harness:
         ctx = self.context(action, dealership_id=dealership_id, now=now, idempotency_key=idempotency_key)
         validator = Draft202012Validator(ctx.action.input_schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
         validator.validate(body)
-        outcome = await self.adapter.execute(body, ctx)
+        handler = self.catalogue.handler_for(ctx.action)
+        assert handler is not None
+        outcome = await handler(body, ctx)
         assert ctx.action.output_schema is not None
         Draft202012Validator(ctx.action.output_schema, format_checker=Draft202012Validator.FORMAT_CHECKER).validate(
             outcome.output
@@ -108,4 +108,4 @@ def harness(store: SqlStore) -> Harness:
     catalogue = Catalogue()
     register_dealer_actions(catalogue)
     settings = Settings(cursor_secret="test-cursor-secret", default_page_size=20, max_page_size=100)
-    return Harness(store=store, settings=settings, catalogue=catalogue, adapter=DealerDataAdapter())
+    return Harness(store=store, settings=settings, catalogue=catalogue)

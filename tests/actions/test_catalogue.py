@@ -8,8 +8,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from forecourt.actions.base import Action, Catalogue
-from forecourt.actions.dealer import dealer_actions, dealer_handlers, register_dealer_actions
-from forecourt.adapters.dealer_data import DealerDataAdapter
+from forecourt.actions.catalogue import dealer_actions, dealer_handlers, register_dealer_actions
 
 EXPECTED_SCOPES = {
     "dealer.information": "amcp:inventory:read",
@@ -29,6 +28,9 @@ EXPECTED_SCOPES = {
     "service.list_repair_orders": "amcp:service:read",
     "service.get_repair_order": "amcp:service:read",
     "service.book_appointment": "amcp:service:write",
+    "service.get_appointment": "amcp:service:read",
+    "service.list_appointments": "amcp:service:read",
+    "service.update_appointment": "amcp:service:write",
     "deals.request_trade_value": "amcp:deals:write",
     "events.list": "amcp:events:read",
 }
@@ -38,6 +40,7 @@ PAGED = {
     "customers.list",
     "consent.list",
     "service.list_repair_orders",
+    "service.list_appointments",
     "events.list",
 }
 ACTIONS = dealer_actions()
@@ -47,13 +50,12 @@ def ids(action: Action) -> str:
     return action.name
 
 
-def test_every_expected_action_is_registered_with_its_scope_and_adapter() -> None:
+def test_every_expected_action_is_registered_with_its_scope_and_handler() -> None:
     catalogue = Catalogue()
     register_dealer_actions(catalogue)
     assert {a.name: a.scope for a in catalogue.all()} == EXPECTED_SCOPES
-    adapter = catalogue.adapter_for(catalogue.all()[0])
-    assert isinstance(adapter, DealerDataAdapter)
-    assert adapter.actions == set(EXPECTED_SCOPES) == set(dealer_handlers())
+    assert all(catalogue.handler_for(a) is not None for a in catalogue.all())
+    assert set(EXPECTED_SCOPES) == set(dealer_handlers())
 
 
 @pytest.mark.parametrize("action", ACTIONS, ids=ids)
@@ -128,6 +130,8 @@ def _minimal(action: Action) -> dict[str, Any]:
         "consent.create": {"customer_id": "c1", "scope": ["marketing"], "allowed_channels": ["email"]},
         "consent.update": {"consent_id": "c1", "status": "revoked"},
         "service.get_repair_order": {"ro_number": "RO-1"},
+        "service.get_appointment": {"appointment_id": "a1"},
+        "service.update_appointment": {"appointment_id": "a1", "status": "cancelled"},
         "service.book_appointment": {
             "vehicle_id": "v1",
             "start": "2026-05-05T09:00:00-07:00",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from forecourt.actions.dealer import lead_rules as r
+from forecourt.actions import lead_rules as r
 from forecourt.domain.people import ConsentStatus, LeadStatus
 from forecourt.errors import all_error_classes
 

@@ -70,16 +70,51 @@ async def test_another_vehicle_from_the_same_contact_is_not_a_duplicate(harness:
     assert other["status"] == "new"
 
 
-async def test_a_customer_is_matched_by_phone_in_another_format(harness: Harness) -> None:
+async def test_the_same_email_and_name_reuse_the_customer_and_fill_in_a_new_phone(harness: Harness) -> None:
     await stock(harness)
-    first = await harness.call("leads.create", lead_payload(customer={"first_name": "Bo", "phone": "(415) 555-0134"}))
+    first = await harness.call("leads.create", lead_payload(customer={"first_name": "Bo", "email": "bo@example.com"}))
     again = await harness.call(
         "leads.create",
-        lead_payload(customer={"first_name": "Bo", "phone": "+1 415 555 0134", "email": "bo@example.com"}),
+        lead_payload(customer={"first_name": "BO", "phone": "+1 415 555 0134", "email": "Bo@Example.com"}),
     )
     assert again["customer_id"] == first["customer_id"]
     customer = await harness.call("customers.get", {"customer_id": first["customer_id"]})
     assert (customer["phone"], customer["email"]) == ("+14155550134", "bo@example.com")
+
+
+async def test_a_stranger_sharing_a_phone_gets_a_new_customer_flagged_as_a_possible_duplicate(harness: Harness) -> None:
+    await stock(harness)
+    first = await harness.call("leads.create", lead_payload(customer={"first_name": "Bo", "phone": "(415) 555-0134"}))
+    stranger = await harness.call(
+        "leads.create",
+        lead_payload(customer={"first_name": "Mallory", "phone": "+1 415 555 0134", "email": "m@example.com"}),
+    )
+    assert stranger["customer_id"] != first["customer_id"]
+    flagged = await harness.call("customers.get", {"customer_id": stranger["customer_id"]})
+    assert flagged["possible_duplicate_of"] == first["customer_id"]
+    original = await harness.call("customers.get", {"customer_id": first["customer_id"]})
+    assert (original["first_name"], original["email"]) == ("Bo", None)  # nothing of the stranger's attached
+
+
+async def test_the_same_email_under_another_name_is_not_merged(harness: Harness) -> None:
+    await stock(harness)
+    first = await harness.call("leads.create", lead_payload())
+    other = await harness.call(
+        "leads.create",
+        lead_payload(customer={"first_name": "Eve", "last_name": "Lopez", "email": "ana.lopez@example.com"}),
+    )
+    assert other["customer_id"] != first["customer_id"]
+    grant = await harness.call("consent.get", {"consent_id": other["consent_id"]})
+    assert grant["customer_id"] == other["customer_id"]
+
+
+async def test_every_lead_is_queued_for_the_crm_as_adf(harness: Harness) -> None:
+    await stock(harness)
+    lead = await harness.call("leads.create", lead_payload())
+    async with harness.store.transaction() as uow:
+        deliveries = await uow.deliveries.list_for(lead["id"])
+    assert [(d.kind, d.content_type) for d in deliveries] == [("crm_adf", "application/xml")]
+    assert "<adf>" in deliveries[0].body.replace("\n", "")
 
 
 async def test_the_same_idempotency_key_within_a_day_returns_the_original_lead(harness: Harness) -> None:

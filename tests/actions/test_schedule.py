@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from forecourt.actions.dealer import schedule
+from forecourt.actions import schedule
 from forecourt.domain.tenancy import DayHours
 
 from .builders import NOW, service_hours, slot

@@ -1,7 +1,8 @@
 """A fake NVIDIA Triton Inference Server speaking the KServe v2 HTTP/REST inference protocol on loopback.
 
 Endpoints: ``GET /v2/health/live``, ``GET /v2/health/ready``, ``GET /v2/models/{m}[/versions/{v}]`` (metadata),
-``GET /v2/models/{m}/ready``, ``POST /v2/models/{m}[/versions/{v}]/infer`` with JSON tensors. Errors are KServe v2's
+``GET /v2/models/{m}/ready``,
+``POST /v2/repository/index``, ``POST /v2/models/{m}[/versions/{v}]/infer`` with JSON tensors. Errors are KServe v2's
 ``{"error": "<message>"}``. Models:
 
 - ``add_sub``: INPUT0, INPUT1 (FP32 [1,4]) → OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1;
@@ -86,6 +87,10 @@ class FakeTriton:
             return JSONResponse({"error": f"Request for unknown model: '{request.path_params['model']}'"}, 404)
         return JSONResponse(model)
 
+    async def repository_index(self, request: Request) -> Response:
+        ready = [{"name": name, "version": v, "state": "READY"} for name, m in MODELS.items() for v in m["versions"]]
+        return JSONResponse(ready)
+
     async def model_ready(self, request: Request) -> Response:
         return Response(status_code=200 if request.path_params["model"] in MODELS else 400)
 
@@ -152,6 +157,7 @@ class FakeTriton:
                 Route("/v2/models/{model}", self.metadata),
                 Route("/v2/models/{model}/versions/{version}", self.metadata),
                 Route("/v2/models/{model}/ready", self.model_ready),
+                Route("/v2/repository/index", self.repository_index, methods=["POST"]),
                 Route("/v2/models/{model}/infer", infer, methods=["POST"]),
                 Route("/v2/models/{model}/versions/{version}/infer", infer, methods=["POST"]),
             ]

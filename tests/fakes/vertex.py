@@ -3,7 +3,8 @@
 Speaks what the google-genai SDK in Vertex mode sends: ``POST /v1/projects/{p}/locations/{l}/publishers/google/
 models/{model}:generateContent`` (JSON) and ``...:streamGenerateContent?alt=sse`` (server-sent events, one
 ``GenerateContentResponse`` per ``data:`` line), with Google's error body ``{"error": {code, message, status}}``.
-The token endpoint implements the service-account JWT-bearer grant (RFC 7523) that google-auth uses.
+The token endpoint implements the service-account JWT-bearer grant (RFC 7523) that google-auth uses. STS,
+``endpoints.predict`` and batch prediction jobs are in ``fakes.vertex_extras``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from starlette.routing import Route
 
 from .faults import Faults
 from .server import LoopbackServer, serve
+from .vertex_extras import Extras, routes
 
 SA_EMAIL = "forecourt-vertex@demo-project.iam.gserviceaccount.com"
 GOOGLE_STATUS = {
@@ -101,6 +103,7 @@ class FakeVertex:
         self.tokens = Tokens()
         self.faults = Faults()
         self.requests: list[Seen] = []
+        self.extras = Extras()
         self.reply = "The 2024 RAV4 Hybrid XLE is in stock at Demo Toyota San Francisco."
         self.require_auth = True
 
@@ -214,6 +217,7 @@ class FakeVertex:
                     self.generate,
                     methods=["POST"],
                 ),
+                *routes(self),
             ]
         )
 

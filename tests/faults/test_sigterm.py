@@ -41,7 +41,10 @@ def _env(db: Path, port: int) -> dict[str, str]:
             "FORECOURT_AUDIT_FLUSH_INTERVAL_S": "3600",
             "FORECOURT_AUDIT_BATCH_SIZE": "100000",
             "FORECOURT_DRAIN_TIMEOUT_S": str(DRAIN_TIMEOUT_S),
+            # No drain period: the listener closes at once (tests/deploy/test_load_balancer.py drains with one).
+            "FORECOURT_DRAIN_PERIOD_S": "0",
             "FORECOURT_LOG_LEVEL": "WARNING",
+            "FORECOURT_BOOTSTRAP_OPERATOR_KEY": "false",  # its audited creation would add a row to the count below
         }
     )
     return env

@@ -45,7 +45,7 @@ async def code_of(auth: ApiKeyAuthenticator, key: str) -> str:
 
 async def test_a_new_key_authenticates_as_its_member_with_narrowed_scopes_and_dealerships(store, revocations):
     issued = await service(store, revocations).create(
-        "acme", "crm", scopes=("amcp:inventory:read", "amcp:admin:write"), dealership_ids=("d2", "d9")
+        "acme", "crm", scopes=("amcp:inventory:read",), dealership_ids=("d2",)
     )
     principal = await authenticator(store, revocations).authenticate(
         Credentials(bearer=issued.key, peer_address="203.0.113.5"), None
@@ -56,6 +56,16 @@ async def test_a_new_key_authenticates_as_its_member_with_narrowed_scopes_and_de
     assert principal.dealership_ids == frozenset({"d2"})
     assert principal.key_prefix == issued.prefix
     assert principal.client_address == "203.0.113.5"
+
+
+async def test_a_key_naming_a_scope_or_dealership_its_member_lacks_is_refused_when_made(store, revocations):
+    keys = service(store, revocations)
+    with pytest.raises(ForecourtError) as scope:
+        await keys.create("acme", "crm", scopes=("amcp:inventory:read", "amcp:admin:write"))
+    with pytest.raises(ForecourtError) as dealership:
+        await keys.create("acme", "crm", dealership_ids=("d2", "d9"))
+    assert (scope.value.code, dealership.value.code) == ("invalid_params", "auth.tenancy_denied")
+    assert store.tenancy.keys == {}
 
 
 async def test_a_key_without_its_own_scopes_gets_the_members_scopes_and_dealerships(store, revocations):

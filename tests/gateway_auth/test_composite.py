@@ -175,5 +175,5 @@ def test_a_plain_scope_gives_the_client_address_and_no_certificate():
     credentials = credentials_from_scope(
         {"type": "http", "client": ("127.0.0.1", 1), "headers": [(b"authorization", b"Basic dXNlcjpwdw==")]}
     )
-    assert credentials == Credentials(peer_address="127.0.0.1")
+    assert credentials == Credentials(peer_address="127.0.0.1", client_address="127.0.0.1")
     assert not has_credentials(credentials)

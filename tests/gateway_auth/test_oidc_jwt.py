@@ -289,3 +289,28 @@ async def test_a_firebase_style_token_is_verified_like_any_oidc_token(store, cac
     principal = await OidcAuthenticator(store, cache).authenticate(Credentials(bearer=bearer), None)
     assert principal is not None
     assert (principal.company_id, principal.member_id) == ("fb", "app-user")
+
+
+async def test_clock_skew_within_the_leeway_is_tolerated_and_beyond_it_is_not(store, cache, jwks):
+    key = pki.rsa_key()
+    jwks.publish("k1", key)
+    auth = OidcAuthenticator(store, cache, leeway_s=30.0)
+    now = int(time.time())
+    # The issuer's clock runs 20 s ahead (nbf/iat in our future) or the token expired 20 s ago: accepted.
+    assert await auth.authenticate(Credentials(bearer=token(key, "k1", iat=now + 20, nbf=now + 20)), None)
+    assert await auth.authenticate(Credentials(bearer=token(key, "k1", iat=now - 600, exp=now - 20)), None)
+    # Beyond the leeway: refused, an expired token as expired.
+    assert await refusal(auth, token(key, "k1", iat=now + 120, nbf=now + 120)) == "auth.unauthorized"
+    assert await refusal(auth, token(key, "k1", iat=now - 600, exp=now - 120)) == "auth.expired"
+
+
+async def test_a_token_for_a_retired_kid_is_refused_once_the_issuer_drops_it(store, cache, jwks, server, clock):
+    old, new = pki.rsa_key(), pki.rsa_key()
+    jwks.publish("old", old)
+    auth = OidcAuthenticator(store, cache)
+    assert await auth.authenticate(Credentials(bearer=token(old, "old")), None)
+    jwks.keys.clear()
+    jwks.publish("new", new)
+    clock.advance(3600)  # past the key set's TTL: the next verification reads the rotated set
+    assert await auth.authenticate(Credentials(bearer=token(new, "new")), None)
+    assert await refusal(auth, token(old, "old")) == "auth.unauthorized"

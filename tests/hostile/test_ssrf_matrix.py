@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 
 from forecourt.adapters.crm import OutboundPoster
+from forecourt.errors import UnsafeTarget
 from forecourt.gateway.auth.jwt import JwksCache
-from forecourt.netguard import UnsafeTarget
 from forecourt.settings import Settings
 from forecourt.surfaces.a2a.app import push_url_validator
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from forecourt.domain.vehicle import Condition, VehicleStatus
 from forecourt.inventory_import.columns import CANONICAL, EXTRA, canonical_column
 from forecourt.inventory_import.decoding import decode_feed
+from forecourt.inventory_import.errors import FieldError
 from forecourt.inventory_import.values import (
-    FieldError,
     normalize_vocab,
     parse_condition,
     parse_mileage,

@@ -61,12 +61,25 @@ async def build_template(path: Path) -> Template:
     try:
         await load_demo(store, vehicles_per_dealership=30, now=DEMO_NOW)
         service = ApiKeyService.from_settings(settings_for(path), store, MemoryRevocationList())
+        await _prefill_default_vectors(store)
         keys = {}
         for name, (company, member, kwargs) in KEY_SPECS.items():
             keys[name] = (await service.create(company, member, name=name, **kwargs)).key
     finally:
         await store.close()
     return Template(path, keys)
+
+
+async def _prefill_default_vectors(store: Any) -> None:
+    """Vectors of the default embedder for the demo documents, once per session (each test's copy has them)."""
+    from forecourt.adapters.knowledge.embedders import EmbedderRegistry
+    from forecourt.adapters.knowledge.service import ensure_vectors
+
+    embedder = EmbedderRegistry().configured("auto")
+    if embedder is None or embedder.model == "forecourt-hash-1024":
+        return
+    for dealership in (TOYOTA, HONDA):  # the rooftops the tests query
+        await ensure_vectors(store, dealership, embedder, cache_scope="-", now=DEMO_NOW)
 
 
 class App:

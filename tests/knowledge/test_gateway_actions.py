@@ -18,12 +18,12 @@ async def test_embedding_create_answers_one_vector_for_a_string_through_the_rest
     assert body["status"]["code"] == 200
     result = body["result"]
     assert result["type"] == "model.embedding"
-    assert result["metadata"]["model"] == "forecourt-hash-1024"
-    assert result["metadata"]["dimensions"] == 1024
+    assert result["metadata"]["model"] == "all-MiniLM-L6-v2-int8"
+    assert result["metadata"]["dimensions"] == 384
     assert result["metadata"]["tokens"] > 0
     data = result["output"]["data"]
     assert len(data) == 1
-    assert len(data[0]["embedding"]) == 1024
+    assert len(data[0]["embedding"]) == 384
     assert abs(_norm(data[0]["embedding"]) - 1.0) < 1e-3
     assert data[0]["id"].startswith("vec_")
 
@@ -85,7 +85,7 @@ async def test_knowledge_query_returns_the_answering_faq_chunk_with_source_metad
     assert first["source"]["uri"] == "forecourt:docs/service-faq.md"
     assert first["source"]["kind"] == "faq"
     assert "Honda" in first["text"] or "loaner" in first["text"]
-    assert result["output"]["retrieval"] == {"mode": "hybrid", "model": "forecourt-hash-1024"}
+    assert result["output"]["retrieval"] == {"mode": "hybrid", "model": "all-MiniLM-L6-v2-int8"}
 
 
 async def test_knowledge_query_answers_with_the_dealerships_own_details(app: App) -> None:

@@ -42,7 +42,12 @@ KEY_SPECS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "crm_toyota": (MOTOR, "crm-agent", {"dealership_ids": (TOYOTA,)}),
     "crm_expired": (MOTOR, "crm-agent", {"expires_at": datetime(2020, 1, 1, tzinfo=UTC)}),
     "bay": (BAY, "bay-crm-agent", {}),
+    "all": (MOTOR, "ops-admin", {}),
+    "llm": (MOTOR, "llm-agent", {}),
+    "crm_service_key": (MOTOR, "crm-agent", {"toolset": "service"}),
 }
+"""``crm`` is the demo CRM agent (toolset ``crm``); ``all`` is a member without a toolset (every tool); ``llm`` a
+CRM agent whose member setting asks for LLM-safe tool names."""
 
 
 def settings_for(db_path: Path, **overrides: Any) -> Settings:
@@ -67,6 +72,10 @@ async def build_template(path: Path) -> dict[str, str]:
     store = open_store_url(url)
     try:
         await load_demo(store, vehicles_per_dealership=30, now=DEMO_NOW)
+        async with store.transaction() as uow:
+            crm = await uow.tenancy.get_member(MOTOR, "crm-agent")
+            assert crm is not None
+            await uow.tenancy.upsert_member(crm.model_copy(update={"id": "llm-agent", "tool_names": "llm"}))
         service = ApiKeyService(store, PEPPER, MemoryRevocationList())
         past = ApiKeyService(store, PEPPER, MemoryRevocationList(), now=lambda: datetime(2019, 1, 1, tzinfo=UTC))
         keys: dict[str, str] = {}

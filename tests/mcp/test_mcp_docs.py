@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forecourt.surfaces.mcp.doc import BEGIN, END, current_catalogue, tool_table
+from forecourt.surfaces.mcp.doc import (
+    BEGIN,
+    END,
+    TOOLSETS_BEGIN,
+    TOOLSETS_END,
+    current_catalogue,
+    tool_table,
+    toolset_table,
+)
 from forecourt.surfaces.mcp.tools import exposed, tool_name
 
 REGENERATE = ".venv/bin/python -m forecourt.surfaces.mcp.doc --write docs/mcp.md"
@@ -18,3 +26,9 @@ def test_the_mcp_doc_lists_every_tool() -> None:
     missing = [tool_name(a.name) for a in catalogue.all() if exposed(a) and f"`{tool_name(a.name)}`" not in documented]
     assert not missing, f"run: {REGENERATE} (missing {missing})"
     assert documented == tool_table(catalogue), f"run: {REGENERATE}"
+
+
+def test_the_mcp_doc_lists_the_toolsets_with_their_generated_token_counts() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    documented = text.split(TOOLSETS_BEGIN, 1)[1].split(TOOLSETS_END, 1)[0].strip()
+    assert documented == toolset_table(current_catalogue()), f"run: {REGENERATE}"

@@ -127,7 +127,14 @@ async def test_manifest_is_a_resource_and_a_well_known_document(live: LiveServer
 async def test_prompts_take_arguments_and_name_the_resources(live: LiveServer, keys: dict[str, str], mode: str) -> None:
     async with http_client(keys["crm_toyota"]) as hc, mcp_client(live.url, hc, mode) as client:
         listed = {p.name: p for p in (await client.list_prompts()).prompts}
-        assert set(listed) == {"follow_up_lead", "prepare_trade_in_conversation", "summarise_service_lane"}
+        assert set(listed) == {
+            "follow_up_lead",
+            "prepare_trade_in_conversation",
+            "summarise_service_lane",
+            "follow_up_new_leads",
+            "find_suvs_and_book_test_drive",
+            "summarise_repair_order",
+        }
         follow = await client.get_prompt("follow_up_lead", {"lead_id": "lead_1", "channel": "email"})
         lane = await client.get_prompt("summarise_service_lane", {"date": "2026-03-02"})
         trade = await client.get_prompt("prepare_trade_in_conversation", {"lead_id": "lead_1"})

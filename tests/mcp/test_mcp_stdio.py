@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -39,7 +40,7 @@ async def test_stdio_serves_tools_resources_and_prompts_as_the_tokens_principal(
     async with Client(params, mode=mode) as client:  # type: ignore[arg-type]
         assert client.protocol_version == version
         names = {t.name for t in (await client.list_tools()).tools}
-        assert {"inventory.search", "leads.create", "aap_inventory_search"} <= names
+        assert {"inventory.search", "leads.create", "dealer.information"} <= names  # the crm toolset
         found = await client.call_tool("inventory.search", {"limit": 2})  # the key is bound to one rooftop
         assert not found.is_error
         vehicle = found.structured_content["items"][0]
@@ -70,6 +71,7 @@ def test_stdio_refuses_to_start_with_an_expired_token(mcp_template: Template, tm
 
 
 def test_stdio_needs_a_token(tmp_path: Path) -> None:
+    (tmp_path / "x.db").touch()
     result = CliRunner().invoke(
         cli,
         ["mcp", "--stdio"],
@@ -77,3 +79,36 @@ def test_stdio_needs_a_token(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "FORECOURT_MCP_TOKEN" in result.output
+
+
+def test_stdio_without_a_database_names_the_variable_and_creates_nothing(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FORECOURT_")}
+    env["FORECOURT_MCP_TOKEN"] = "fck_aaaaaaaaaa_" + "a" * 40
+    result = subprocess.run(
+        [str(FORECOURT), "mcp", "--stdio"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert result.returncode == 2
+    lines = result.stderr.decode().strip().splitlines()
+    assert len(lines) == 1
+    assert "FORECOURT_DATABASE_URL" in lines[0]
+    assert "Traceback" not in result.stderr.decode()
+    assert result.stdout == b""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stdio_refuses_a_sqlite_file_that_does_not_exist_instead_of_creating_it(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.db"
+    result = CliRunner().invoke(
+        cli,
+        ["mcp", "--stdio"],
+        env={"FORECOURT_MCP_TOKEN": "x", "FORECOURT_DATABASE_URL": f"sqlite+aiosqlite:///{missing}"},
+    )
+    assert result.exit_code == 2
+    assert "forecourt db upgrade" in result.output
+    assert not missing.exists()

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, asynccontextmanager
 from pathlib import Path
 
 import pytest
 
+from fakes.customizer import fake_customizer
 from fakes.openai import fake_openai
 from fakes.triton import fake_triton
 from fakes.vertex import fake_vertex
 
 from .support import NIM_KEY, NIM_KEY_ENV, Fakes, Rig, adapter_files, build_template, start_rig
+from .triton_server import RealTriton, TritonUnavailable, real_triton
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 @pytest.fixture(scope="session")
@@ -35,24 +40,36 @@ def running_fakes() -> Iterator[Fakes]:
             nim=stack.enter_context(
                 fake_openai(api_key=NIM_KEY, models=("meta/llama-3.1-8b-instruct", "nvidia/nv-embedqa-e5-v5"))
             ),
+            customizer=stack.enter_context(fake_customizer()),
         )
+
+
+@pytest.fixture(scope="session")
+def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealTriton]:
+    """The real tritonserver, started once per session (fails in CI when it cannot run, skips elsewhere)."""
+    try:
+        with real_triton(tmp_path_factory.mktemp("tritonserver")) as server:
+            yield server
+    except TritonUnavailable as exc:
+        if IN_CI:
+            pytest.fail(f"a real tritonserver is required in CI: {exc}")
+        pytest.skip(f"no real tritonserver here: {exc}")
 
 
 @pytest.fixture
 def fakes(running_fakes: Fakes, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fakes]:
     """The fakes, reset for this test; NIM wants a bearer key read from a named variable."""
     monkeypatch.setenv(NIM_KEY_ENV, NIM_KEY)
-    for fake in (running_fakes.vertex, running_fakes.triton, running_fakes.openai, running_fakes.nim):
+    for fake in running_fakes.all():
         fake.reset()
     yield running_fakes
-    for fake in (running_fakes.vertex, running_fakes.triton, running_fakes.openai, running_fakes.nim):
+    for fake in running_fakes.all():
         fake.faults.release()
 
 
-@pytest.fixture
-async def rig(template: tuple[Path, dict[str, str]], fakes: Fakes, tmp_path: Path) -> AsyncIterator[Rig]:
-    """The app with adapter files pointing at the fakes."""
-    config_dir = adapter_files(tmp_path / "adapters", fakes)
+@asynccontextmanager
+async def running_rig(template: tuple[Path, dict[str, str]], config_dir: Path, tmp_path: Path) -> AsyncIterator[Rig]:
+    """The app on a copy of the template database, with the given adapter files."""
     made = await start_rig(template[0], template[1], tmp_path, config_dir)
     try:
         yield made
@@ -62,6 +79,23 @@ async def rig(template: tuple[Path, dict[str, str]], fakes: Fakes, tmp_path: Pat
         # a task cancelled inside an SQLite transaction can keep the file locked while close() flushes.
         await made.services.audit.flush()
         await made.services.close()
+
+
+@pytest.fixture
+async def rig(template: tuple[Path, dict[str, str]], fakes: Fakes, tmp_path: Path) -> AsyncIterator[Rig]:
+    """The app with adapter files pointing at the fakes (Triton: the fake, for faults a real server cannot show)."""
+    async with running_rig(template, adapter_files(tmp_path / "adapters", fakes), tmp_path) as made:
+        yield made
+
+
+@pytest.fixture
+async def triton_rig(
+    template: tuple[Path, dict[str, str]], fakes: Fakes, triton: RealTriton, tmp_path: Path
+) -> AsyncIterator[Rig]:
+    """The app with the NVIDIA adapter's Triton endpoint on the real tritonserver."""
+    config_dir = adapter_files(tmp_path / "adapters", fakes, triton_url=triton.url)
+    async with running_rig(template, config_dir, tmp_path) as made:
+        yield made
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import yaml
 
+from fakes.customizer import FakeCustomizer
 from fakes.openai import FakeOpenAI
 from fakes.triton import FakeTriton
 from fakes.vertex import FakeVertex
@@ -62,10 +63,18 @@ class Fakes:
     triton: FakeTriton
     openai: FakeOpenAI
     nim: FakeOpenAI
+    customizer: FakeCustomizer
+
+    def all(self) -> tuple[Any, ...]:
+        """Every fake."""
+        return (self.vertex, self.triton, self.openai, self.nim, self.customizer)
 
 
-def adapter_files(directory: Path, fakes: Fakes, **overrides: dict[str, Any]) -> Path:
-    """Operator adapter files (``adapter_config_dir``) pointing at the fakes; ``overrides`` merge per adapter."""
+def adapter_files(directory: Path, fakes: Fakes, *, triton_url: str | None = None, **overrides: dict[str, Any]) -> Path:
+    """Operator adapter files (``adapter_config_dir``) pointing at the fakes; ``overrides`` merge per adapter.
+
+    ``triton_url``: the Triton server the NVIDIA adapter uses (default: the fake).
+    """
     directory.mkdir(parents=True, exist_ok=True)
     sa_file = directory / "vertex-sa.json"
     sa_file.write_text(json.dumps(fakes.vertex.service_account_info()), encoding="utf-8")
@@ -83,8 +92,9 @@ def adapter_files(directory: Path, fakes: Fakes, **overrides: dict[str, Any]) ->
         },
         "nvidia": {
             "backend": "triton",
-            "triton": {"url": fakes.triton.url, "default_model": "add_sub"},
+            "triton": {"url": triton_url or fakes.triton.url, "default_model": "add_sub"},
             "nim": {"base_url": fakes.nim.base_url},
+            "customizer": {"base_url": fakes.customizer.url},
             "default_model": "meta/llama-3.1-8b-instruct",
             "models": ["meta/llama-3.1-8b-instruct", "nvidia/nv-embedqa-e5-v5"],
             "timeout_s": 5,

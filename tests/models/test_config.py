@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from forecourt.adapters.config import PACKAGED_DIR, AdapterConfigError, adapter_defaults_for, load_adapter_defaults
+from forecourt.adapters.config import PACKAGED_DIR, adapter_defaults_for, load_adapter_defaults
+from forecourt.adapters.errors import AdapterConfigError
 from forecourt.settings import Settings
 
 from .support import MOTOR, error_of
@@ -91,10 +92,13 @@ async def test_a_company_override_changes_the_default_model_for_that_company_onl
 
 
 async def test_a_company_endpoint_is_refused_unless_the_operator_allows_company_endpoints(rig, fakes):
-    await rig.operator(
-        "admin.adapters.upsert",
-        {"company_id": MOTOR, "adapter_id": "openai", "config": {"base_url": "http://169.254.169.254/v1"}},
-    )
+    from forecourt.domain.tenancy import AdapterSetting
+
+    # Saved before URLs were checked at save time (the admin API now refuses it): still refused when used.
+    setting = AdapterSetting(company_id=MOTOR, adapter_id="openai", config={"base_url": "http://169.254.169.254/v1"})
+    async with rig.services.store.transaction() as uow:
+        await uow.tenancy.upsert_adapter_setting(setting)
+    rig.services.gateway.tenancy.invalidate()
     response = await rig.rest("openai.invokeModel", {"input": "hi"})
     assert error_of(response)["code"] == "models.runtime_not_configured"
     assert fakes.openai.requests == []

@@ -1,4 +1,8 @@
-"""nvidia.runInference against a loopback Triton (KServe v2) and a loopback NIM (OpenAI-compatible)."""
+"""nvidia.runInference against a real tritonserver (KServe v2; ``triton_rig``) and a loopback NIM (OpenAI-compatible).
+
+The fake Triton (``rig``) stays only for what a real server cannot be made to show: 429/5xx answers, a hang, and
+counting the metadata requests the adapter makes.
+"""
 
 from __future__ import annotations
 
@@ -27,17 +31,29 @@ async def failure(rig: Rig, payload: dict[str, Any]) -> ForecourtError:
     return info.value
 
 
-async def test_raw_tensors_run_on_triton_and_answer_a_model_inference_result(rig, fakes):
-    outcome = await rig.invoke("nvidia.runInference", ADD_SUB)
+async def test_raw_tensors_run_on_a_real_triton_and_answer_a_model_inference_result(triton_rig):
+    outcome = await triton_rig.invoke("nvidia.runInference", ADD_SUB)
     assert outcome.result_type == "model.inference"
     outputs = {o["name"]: o for o in outcome.output["outputs"]}
+    assert set(outputs) == {"OUTPUT0", "OUTPUT1"}  # output names learned from the model's metadata
     assert outputs["OUTPUT0"]["data"] == [11, 22, 33, 44]
     assert outputs["OUTPUT1"]["data"] == [-9, -18, -27, -36]
     assert outputs["OUTPUT0"]["shape"] == [1, 4]
     assert outcome.output["model_name"] == "add_sub"
-    assert outcome.metadata == {"model": "add_sub", "tokens": None, "runtime": "nvidia", "backend": "triton"}
+    assert outcome.metadata == {
+        "model": "add_sub",
+        "tokens": None,
+        "runtime": "nvidia",
+        "backend": "triton",
+        "model_version": "2",
+        "version_route": "latest_ready",
+    }
+
+
+async def test_tensors_travel_as_json_and_outputs_default_to_the_model_metadata(rig, fakes):
+    await rig.invoke("nvidia.runInference", ADD_SUB)
     sent = fakes.triton.infer_requests[-1]
-    assert [o["name"] for o in sent["outputs"]] == ["OUTPUT0", "OUTPUT1"]  # learned from the model metadata
+    assert [o["name"] for o in sent["outputs"]] == ["OUTPUT0", "OUTPUT1"]
     assert all(o["parameters"]["binary_data"] is False for o in sent["outputs"])
 
 
@@ -50,19 +66,17 @@ async def test_model_metadata_is_fetched_once_and_named_outputs_skip_it(rig, fak
     assert fakes.triton.metadata_requests == 1
 
 
-async def test_a_text_prompt_runs_a_triton_text_generation_ensemble(rig, fakes):
+async def test_a_text_prompt_runs_a_real_triton_text_generation_ensemble(triton_rig):
     payload = {"model": "ensemble", "input": "Book my oil change", "params": {"maxOutputTokens": 4}}
-    outcome = await rig.invoke("nvidia.runInference", payload)
+    outcome = await triton_rig.invoke("nvidia.runInference", payload)
     assert outcome.result_type == "model.textCompletion"
-    assert outcome.output == "Triton says: Book my"
-    sent = {t["name"]: t for t in fakes.triton.infer_requests[-1]["inputs"]}
-    assert sent["text_input"]["datatype"] == "BYTES"
-    assert sent["text_input"]["data"] == ["Book my oil change"]
-    assert sent["max_tokens"]["data"] == [4]
+    assert outcome.output == "Triton says: Book my"  # text_input and max_tokens reached the ensemble's step
+    assert outcome.metadata["model_version"] == "1"
+    assert outcome.metadata["backend"] == "triton"
 
 
-async def test_the_rest_envelope_answers_nvidia_run_inference(rig, fakes):
-    response = await rig.rest("nvidia.runInference", ADD_SUB)
+async def test_the_rest_envelope_answers_nvidia_run_inference_from_a_real_triton(triton_rig):
+    response = await triton_rig.rest("nvidia.runInference", ADD_SUB)
     assert response.status_code == 200
     result = response.json()["result"]
     assert result["type"] == "model.inference"
@@ -92,9 +106,21 @@ async def test_triton_errors_map_to_retryable_or_terminal_gateway_errors(rig, fa
     assert SECRET_IN_PROVIDER_MESSAGE not in str(error.to_dict())
 
 
-async def test_an_unknown_triton_model_is_model_not_found(rig, fakes):
-    error = await failure(rig, {**ADD_SUB, "model": "no_such_model", "outputs": ["OUTPUT0"]})
+async def test_an_unknown_model_on_a_real_triton_is_model_not_found(triton_rig):
+    error = await failure(triton_rig, {**ADD_SUB, "model": "no_such_model", "outputs": ["OUTPUT0"]})
     assert error.code == "models.model_not_found"
+
+
+async def test_an_unknown_version_on_a_real_triton_is_model_not_found(triton_rig):
+    error = await failure(triton_rig, {**ADD_SUB, "model_version": "7"})
+    assert error.code == "models.model_not_found"
+
+
+async def test_inputs_a_real_triton_refuses_are_models_request_rejected_without_its_message(triton_rig):
+    wrong = {"model": "add_sub", "inputs": [{**ADD_SUB["inputs"][0], "name": "NOT_AN_INPUT"}], "outputs": ["OUTPUT0"]}
+    error = await failure(triton_rig, wrong)
+    assert (error.code, error.retryable) == ("models.request_rejected", False)
+    assert "NOT_AN_INPUT" not in str(error.to_dict())
 
 
 async def test_a_hanging_triton_call_fails_with_timeout(rig, fakes):
@@ -154,6 +180,32 @@ async def test_a_rejected_nim_key_is_upstream_credential_rejected(rig, fakes):
     fakes.nim.faults.fail(401, openai_error(401))
     error = await failure(rig, NIM_CHAT)
     assert (error.code, error.retryable) == ("upstream.credential_rejected", True)
+
+
+async def test_a_real_triton_reports_ready(triton_rig):
+    adapter, ctx = _adapter_and_context(triton_rig)
+    assert await adapter.ready(ctx) is True
+    await adapter.aclose()
+
+
+def _adapter_and_context(rig: Rig) -> tuple[Any, Any]:
+    from forecourt.actions.base import ExecutionContext
+    from forecourt.gateway.base import Principal
+
+    catalogue = rig.services.catalogue
+    adapter = catalogue.adapter_for(catalogue.get("nvidia.runInference"))
+    ctx = ExecutionContext(
+        action=catalogue.get("nvidia.runInference"),
+        principal=Principal(method="internal", company_id=None, member_id=None),
+        dealership_id=None,
+        company_id=None,
+        store=rig.services.store,
+        settings=rig.services.settings,
+        now=rig.gateway.clock(),
+        trace_id="t-ready",
+        adapter_config=rig.gateway.adapter_configs.defaults["nvidia"],
+    )
+    return adapter, ctx
 
 
 async def test_triton_readiness_is_read_from_the_health_endpoint(rig, fakes):

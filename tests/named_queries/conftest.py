@@ -15,7 +15,8 @@ import asyncpg
 import pytest
 
 from forecourt.actions.base import Catalogue, ExecutionContext
-from forecourt.adapters.named_queries import NamedQueryAdapter, register_named_queries
+from forecourt.actions.queries import register_named_queries
+from forecourt.adapters.named_queries import NamedQueryAdapter
 from forecourt.demo import load_demo
 from forecourt.demo.loader import DemoSize
 from forecourt.gateway.base import Principal

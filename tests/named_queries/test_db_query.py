@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from forecourt.adapters.named_queries.definition import InvalidQuery, InvalidQueryParams, QueryNotFound
+from forecourt.domain.errors import InvalidQuery, InvalidQueryParams, QueryNotFound
 from forecourt.store.sql.tables import leads, vehicles
 
 from .conftest import NOW, Harness

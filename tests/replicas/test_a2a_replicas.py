@@ -14,7 +14,7 @@ from a2a.types import Message, Role, SendMessageConfiguration, SendMessageReques
 from google.protobuf.json_format import MessageToDict
 
 from aap.support import fixture
-from forecourt.aap.schemas import SKILLS_BY_ID, normalise_numbers
+from forecourt.domain.aap_spec import SKILLS_BY_ID, normalise_numbers
 from replicas.support import TOYOTA, Cluster, poll
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]

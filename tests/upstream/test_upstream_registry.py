@@ -13,11 +13,9 @@ from upstream_server import LONG_TOOL
 from upstream_support import SERVER_SCRIPT, LiveServer, copy_template, mcp_client, wait_for
 
 from conftest import Template
-from forecourt.adapters.knowledge.service import connection_of
 from forecourt.adapters.upstream import UpstreamSession, UpstreamSpec, tool_name
-from forecourt.adapters.upstream.repository import Registered, UpstreamRepository
-from forecourt.adapters.upstream.spec import TOOL_NAME
-from forecourt.netguard import UnsafeTarget
+from forecourt.domain.upstreams import TOOL_NAME, Registered
+from forecourt.errors import UnsafeTarget
 from forecourt.settings import Settings
 from forecourt.store import open_store_url
 
@@ -96,7 +94,7 @@ async def test_an_operator_registered_stdio_upstream_serves_its_tools(
     spec = UpstreamSpec(id="local", transport="stdio", command=sys.executable, args=(str(SERVER_SCRIPT), "stdio"))
     try:
         async with store.transaction() as uow:
-            await UpstreamRepository(connection_of(uow)).upsert(MOTOR, spec, operator=True, now=datetime.now(UTC))
+            await uow.upstreams.upsert(MOTOR, spec, operator=True, now=datetime.now(UTC))
     finally:
         await store.close()
     live = LiveServer(db)

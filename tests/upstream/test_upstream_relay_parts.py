@@ -11,9 +11,10 @@ import pytest
 from mcp import MCPError
 from starlette.types import Message
 
-from forecourt.adapters.upstream.mcp_relay import at_least, elicitation_refusal, sampling_refusal
 from forecourt.adapters.upstream.relay import RELAY, detached, on_elicitation, on_log, on_sampling
-from forecourt.surfaces.mcp.backchannel import BackChannel, MemoryReplies, NoBackChannel, ReplyRouter
+from forecourt.surfaces.mcp.backchannel import BackChannel, MemoryReplies, ReplyRouter
+from forecourt.surfaces.mcp.errors import NoBackChannel
+from forecourt.surfaces.mcp.federation.relay import at_least, elicitation_refusal, sampling_refusal
 from forecourt.surfaces.mcp.sessions import (
     RedisRegistry,
     SessionIds,

@@ -6,9 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from forecourt.adapters.knowledge.service import connection_of
 from forecourt.adapters.upstream import UpstreamSpec
-from forecourt.adapters.upstream.repository import UpstreamRepository
 from forecourt.demo import load_demo
 from forecourt.store import open_store_url, upgrade_async
 
@@ -27,12 +25,12 @@ async def test_upstream_definitions_are_stored_per_company_and_replaced_in_place
         await load_demo(store, vehicles_per_dealership=1, now=NOW)
         spec = UpstreamSpec(id="gh", url="https://mcp.example.com/mcp", namespace="gh")
         async with store.transaction() as uow:
-            repo = UpstreamRepository(connection_of(uow))
+            repo = uow.upstreams
             assert await repo.upsert("demo-motor-group", spec, operator=False, now=NOW) is True
             changed = spec.model_copy(update={"timeout_s": 5.0})
             assert await repo.upsert("demo-motor-group", changed, operator=True, now=NOW) is False
         async with store.transaction() as uow:
-            repo = UpstreamRepository(connection_of(uow))
+            repo = uow.upstreams
             mine = await repo.list("demo-motor-group")
             theirs = await repo.list("demo-bay-autos")
             assert await repo.delete("demo-motor-group", "gh") is True

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -84,7 +85,48 @@ def _tools() -> list[types.Tool]:
         types.Tool(name=f"extra_{i}", description=f"Extra tool {i}.", input_schema=obj)
         for i in range(1, STATE["extras"] + 1)
     )
+    tools.extend(_bulk_tools(int(os.environ.get("UPSTREAM_BULK_TOOLS", "0"))))
     return tools
+
+
+_NOUNS = (
+    "issue",
+    "ticket",
+    "invoice",
+    "parts_order",
+    "warranty_claim",
+    "recall",
+    "campaign",
+    "coupon",
+    "survey",
+    "review",
+    "floorplan",
+    "title",
+    "registration",
+    "loaner",
+    "shuttle",
+    "tire",
+    "battery",
+    "key_fob",
+    "detail_job",
+    "payroll",
+)
+_VERBS = ("create", "list", "get", "update", "delete", "close", "assign", "export", "archive", "search")
+
+
+def _bulk_tools(count: int) -> list[types.Tool]:
+    """``count`` plainly named tools (``create_issue``, ``list_ticket``, ...): a big catalogue to search."""
+    obj = {"type": "object", "properties": {"id": {"type": "string"}}}
+    pairs = [(verb, noun) for noun in _NOUNS for verb in _VERBS][:count]
+    return [
+        types.Tool(
+            name=f"{verb}_{noun}",
+            description=f"{verb.capitalize()} a {noun.replace('_', ' ')} in the dealer back office.",
+            input_schema=obj,
+            annotations=types.ToolAnnotations(read_only_hint=verb in ("list", "get", "search", "export")),
+        )
+        for verb, noun in pairs
+    ]
 
 
 def _asking_tools() -> list[types.Tool]:
@@ -224,7 +266,7 @@ async def call_tool(
         return _text(f"extra_{STATE['extras']}")
     if name in ("slow", "progress"):
         return await _timed(ctx, name, args)
-    if name == LONG_TOOL or name.startswith("extra_"):
+    if name == LONG_TOOL or name.startswith("extra_") or name.split("_", 1)[0] in _VERBS:
         return _text(name)
     return _text(f"unknown tool {name}", error=True)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import socket
 import subprocess
@@ -77,16 +78,18 @@ async def wait_for(predicate: Callable[[], Any], timeout_s: float = 10.0) -> Non
 class UpstreamProcess:
     """``upstream_server.py http PORT`` in a subprocess (killable and restartable on the same port)."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
+        self.env = env
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
     def spawn(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(SERVER_SCRIPT), "http", str(self.port)])
+        env = {**os.environ, **self.env} if self.env else None
+        self.proc = subprocess.Popen([sys.executable, str(SERVER_SCRIPT), "http", str(self.port)], env=env)
 
     async def start(self) -> None:
         self.spawn()

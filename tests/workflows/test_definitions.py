@@ -182,7 +182,7 @@ def test_the_cli_uploads_and_lists_definitions(template: Template, tmp_path: Pat
     runner = CliRunner()
 
     upload = runner.invoke(cli_app, ["workflows", "upload", str(file), "--company", MOTOR, "--id", "greeter"], env=env)
-    listing = runner.invoke(cli_app, ["workflows", "list", "--company", MOTOR], env=env)
+    listing = runner.invoke(cli_app, ["workflows", "list", "--company", MOTOR, "--json"], env=env)
     bad = tmp_path / "bad.bpmn"
     bad.write_text("<nope", encoding="utf-8")
     rejected = runner.invoke(cli_app, ["workflows", "upload", str(bad), "--company", MOTOR, "--id", "bad"], env=env)

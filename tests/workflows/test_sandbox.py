@@ -8,7 +8,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from forecourt.adapters.workflow.expressions import SandboxEnvironment, UnsafeExpression, compile_checked
+from forecourt.adapters.workflow.errors import UnsafeExpression
+from forecourt.adapters.workflow.expressions import SandboxEnvironment, compile_checked
 from forecourt.adapters.workflow.helpers import add_business_minutes, format_local, reminder_time
 
 LA = ZoneInfo("America/Los_Angeles")

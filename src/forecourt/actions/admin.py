@@ -13,11 +13,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from forecourt.actions.admin_access import blocks_admin_path, check_members, check_policies, reopened
 from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionContext
-from forecourt.domain.tenancy import AdapterSetting, Company, Dealership, Member, Policy
+from forecourt.domain.tenancy import TOOLSET_NAMES, AdapterSetting, Company, Dealership, Member, Policy
 from forecourt.domain.timeutil import parse_rfc3339
 from forecourt.errors import CompanyNotFound, Forbidden, InvalidParams, NotFound
 from forecourt.gateway.auth.apikeys import ApiKeyService
+from forecourt.outbound_urls import check_saved_urls, save_context, url_fields
 from forecourt.store.base import ApiKeyRecord
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -66,6 +68,7 @@ ADMIN_ACTIONS: list[Action] = [
             "scopes": {"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 64},
             "dealership_ids": {"type": "array", "items": {"type": "string", "maxLength": 128}, "maxItems": 1000},
             "expires_at": {"type": "string", "format": "date-time"},
+            "toolset": {"enum": list(TOOLSET_NAMES), "description": "MCP toolset offered to this key's callers."},
         },
         ["member_id"],
         write=True,
@@ -97,6 +100,13 @@ ADMIN_ACTIONS: list[Action] = [
         [],
         write=False,
     ),
+    _admin(
+        "admin.access.restore",
+        "Operator only: reopen the company's admin path (policies that deny the admin actions are relaxed).",
+        {},
+        [],
+        write=True,
+    ),
     _admin("admin.adapters.list", "List the company's adapter overrides.", {}, [], write=False),
     _admin(
         "admin.adapters.upsert",
@@ -124,17 +134,35 @@ def _key_view(record: ApiKeyRecord) -> dict[str, Any]:
         "created_at": record.created_at.isoformat(),
         "expires_at": record.expires_at.isoformat() if record.expires_at else None,
         "revoked_at": record.revoked_at.isoformat() if record.revoked_at else None,
+        "toolset": record.toolset,
     }
 
 
-def _parse(model: type[_M], data: Any, company_id: str) -> _M:
+def _parse(model: type[_M], data: Any, company_id: str, ctx: ExecutionContext | None = None) -> _M:
     if not isinstance(data, dict):
         raise InvalidParams("An object is required.")
+    context = save_context(allow_private=ctx.settings.allow_private_targets) if ctx is not None else None
     try:
-        return model.model_validate({**data, "company_id": company_id})
+        return model.model_validate({**data, "company_id": company_id}, context=context)
     except ValidationError as exc:
         problems = [{"path": "/" + "/".join(str(p) for p in e["loc"]), "rule": e["type"]} for e in exc.errors()[:5]]
         raise InvalidParams("The record is invalid.", details={"errors": problems}) from None
+
+
+async def _refuse_unsafe_urls(ctx: ExecutionContext, urls: list[tuple[str, str | None]]) -> None:
+    """Refuse a record whose fetch-target URLs are not allowed (each host name resolved once, here)."""
+    problems = await check_saved_urls(urls, allow_private=ctx.settings.allow_private_targets)
+    if problems:
+        raise InvalidParams("A URL in the record is not an allowed fetch target.", details={"errors": problems[:5]})
+
+
+async def _require_company(ctx: ExecutionContext, company_id: str) -> None:
+    """A write under a company that does not exist names the command that creates it (not a database error)."""
+    from forecourt.actions.admin_tenants import missing_company
+
+    async with ctx.store.read() as uow:
+        if await uow.tenancy.get_company(company_id) is None:
+            raise missing_company(company_id)
 
 
 Handler = Callable[[Mapping[str, Any], ExecutionContext, str], Awaitable[Any]]
@@ -162,6 +190,7 @@ class AdminAdapter:
             "admin.policies.upsert": self._policy_upsert,
             "admin.policies.delete": self._policy_delete,
             "admin.audit.list": self._audit_list,
+            "admin.access.restore": self._access_restore,
             "admin.adapters.list": self._adapters_list,
             "admin.adapters.upsert": self._adapter_upsert,
         }
@@ -174,6 +203,8 @@ class AdminAdapter:
             member = principal.member
             if member is None or not member.is_admin or principal.company_id != company_id:
                 raise Forbidden("Only the company's administrators may do this.")
+        if context.action.side_effect and context.action.name != "admin.companies.upsert":
+            await _require_company(context, company_id)
         output = await self._handlers[context.action.name](payload, context, company_id)
         if context.action.side_effect:
             self.on_change()
@@ -188,7 +219,10 @@ class AdminAdapter:
 
     async def _company_upsert(self, payload: Mapping[str, Any], ctx: ExecutionContext, company_id: str) -> Any:
         data = payload["company"]
-        company = _parse(Company, {**data, "id": company_id} if isinstance(data, dict) else data, company_id)
+        company = _parse(Company, {**data, "id": company_id} if isinstance(data, dict) else data, company_id, ctx)
+        await _refuse_unsafe_urls(
+            ctx, [("/oidc_issuer", company.oidc_issuer), ("/oidc_jwks_url", company.oidc_jwks_url)]
+        )
         if ctx.principal.method != "internal":
             async with ctx.store.transaction() as uow:
                 existing = await uow.tenancy.get_company(company_id)
@@ -196,6 +230,11 @@ class AdminAdapter:
                 raise Forbidden("A company's profile cannot be changed here.")
         company = company.model_copy(update={"id": company_id})
         async with ctx.store.transaction() as uow:
+            if await uow.tenancy.get_profile(company.profile_id) is None:
+                raise NotFound(
+                    f"profile {company.profile_id} does not exist; `forecourt companies create {company_id} "
+                    f"--profile {company.profile_id}` creates both"
+                )
             await uow.tenancy.upsert_company(company)
         return company.model_dump(mode="json")
 
@@ -205,7 +244,8 @@ class AdminAdapter:
         return {"items": [d.model_dump(mode="json") for d in items]}
 
     async def _dealership_upsert(self, payload: Mapping[str, Any], ctx: ExecutionContext, company_id: str) -> Any:
-        dealership = _parse(Dealership, payload["dealership"], company_id)
+        dealership = _parse(Dealership, payload["dealership"], company_id, ctx)
+        await _refuse_unsafe_urls(ctx, [("/crm_endpoint", dealership.crm_endpoint)])
         async with ctx.store.transaction() as uow:
             existing = await uow.tenancy.get_dealership(dealership.id)
             if existing is not None and existing.company_id != company_id:
@@ -229,6 +269,8 @@ class AdminAdapter:
             own = {d.id for d in await uow.tenancy.list_dealerships(company_id)}
             if not set(member.dealership_ids) <= own:
                 raise Forbidden("A member can only be granted the company's own dealerships.")
+            others = [m for m in await uow.tenancy.list_members(company_id) if m.id != member.id]
+            check_members([*others, member])
             await uow.tenancy.upsert_member(member)
         return member.model_dump(mode="json")
 
@@ -245,6 +287,7 @@ class AdminAdapter:
             scopes=tuple(payload.get("scopes", ())),
             dealership_ids=tuple(payload.get("dealership_ids", ())),
             expires_at=expires_at,
+            toolset=payload.get("toolset"),
         )
         return {"key": issued.key, **_key_view(issued.record)}
 
@@ -264,8 +307,21 @@ class AdminAdapter:
     async def _policy_upsert(self, payload: Mapping[str, Any], ctx: ExecutionContext, company_id: str) -> Any:
         policy = _parse(Policy, payload["policy"], company_id)
         async with ctx.store.transaction() as uow:
+            check_policies([policy])
             await uow.tenancy.upsert_policy(policy)
         return policy.model_dump(mode="json")
+
+    async def _access_restore(self, _: Mapping[str, Any], ctx: ExecutionContext, company_id: str) -> Any:
+        if ctx.principal.method != "internal":
+            raise Forbidden("Only the operator may restore a company's admin access.")
+        changed: list[str] = []
+        async with ctx.store.transaction() as uow:
+            for policy in await uow.tenancy.list_policies(company_id):
+                if blocks_admin_path(policy):
+                    await uow.tenancy.upsert_policy(reopened(policy))
+                    changed.append(policy.id)
+            admins = [m.id for m in await uow.tenancy.list_members(company_id) if m.is_admin and m.active]
+        return {"company_id": company_id, "reopened_policies": changed, "active_admins": admins}
 
     async def _policy_delete(self, payload: Mapping[str, Any], ctx: ExecutionContext, company_id: str) -> Any:
         async with ctx.store.transaction() as uow:
@@ -283,6 +339,7 @@ class AdminAdapter:
         setting = AdapterSetting(
             company_id=company_id, adapter_id=str(payload["adapter_id"]), config=dict(payload["config"])
         )
+        await _refuse_unsafe_urls(ctx, list(url_fields(setting.config)))
         async with ctx.store.transaction() as uow:
             await uow.tenancy.upsert_adapter_setting(setting)
         return setting.model_dump(mode="json")

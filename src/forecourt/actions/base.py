@@ -44,6 +44,8 @@ class ExecutionContext:
     idempotency_key: str | None = None
     dealership: Dealership | None = None
     """The addressed dealership as the gateway resolved it for this call (the same copy its cache key used)."""
+    session_id: str | None = None
+    """The caller's session (seed 001 envelope ``caller.sessionId``), for runtimes that keep conversation memory."""
 
 
 @dataclass
@@ -91,14 +93,37 @@ class Action:
     timeout_s: float = 10.0
     dealer_scoped: bool = True
     anonymous_allowed: bool = False
+    public: bool = False
+    """Public metadata (agent cards): anyone may read it, with or without a credential, for any dealership."""
     version: str = "v1"
     domain: str = ""
     result_type: str = "tool.result"
     tags: tuple[str, ...] = ()
     store_reads_only: bool = False
     """The adapter only reads the store for this action: it gets a read-only view (no write lock on SQLite)."""
+    rate_budget: str | None = None
+    """The action whose per-action rate limit this one counts against (its twin on another door, e.g.
+    ``aap.inventory.search`` against ``inventory.search``); ``None``: its own name."""
     owner_company_id: str | None = None
     """Set on actions one company brought (its upstream MCP servers' tools): nobody else may see or call them."""
+    also_types: tuple[ActionType, ...] = ()
+    """Other seed 001 ``action.type`` values a caller may name for this action (seed 001 §8 A sends
+    ``embedding.create`` as ``tool.run``; the catalogue types it ``model.invoke``)."""
+
+    @property
+    def budget(self) -> str:
+        """The name its per-action rate limit is counted under."""
+        return self.rate_budget or self.name
+
+    @property
+    def addressed_separately(self) -> bool:
+        """Whether the dealership is named beside the payload rather than in it.
+
+        Dealer-scoped actions whose payload is fixed by another protocol (the AAP skills) have no
+        ``dealership_id`` property; a ``dealership_id`` sent with them addresses the call instead.
+        """
+        properties = self.input_schema.get("properties")
+        return self.dealer_scoped and isinstance(properties, Mapping) and "dealership_id" not in properties
 
     @property
     def read_only(self) -> bool:
@@ -107,17 +132,23 @@ class Action:
 
 
 class Catalogue:
-    """Actions by name, plus the adapters that run them."""
+    """Actions by name, each with the handler that runs it (or the adapter that runs a family of them)."""
 
     def __init__(self) -> None:
         self._actions: dict[str, Action] = {}
         self._adapters: dict[str, Adapter] = {}
+        self._handlers: dict[str, Handler] = {}
+        self.version = 0
+        """Moves on with every change of the set of actions (indexes built over them know when to rebuild)."""
 
-    def add(self, action: Action) -> None:
-        """Register an action; names are unique."""
+    def add(self, action: Action, handler: Handler | None = None) -> None:
+        """Register an action (names are unique) and, for an action defined with its code, its handler."""
         if action.name in self._actions:
             raise ValueError(f"duplicate action {action.name}")
         self._actions[action.name] = action
+        self.version += 1
+        if handler is not None:
+            self._handlers[action.name] = handler
 
     def add_adapter(self, adapter: Adapter) -> None:
         """Register (or replace) the adapter with ``adapter.id``."""
@@ -131,10 +162,24 @@ class Catalogue:
         """The adapter that runs ``action``."""
         return self._adapters.get(action.adapter)
 
+    def adapter_for_id(self, adapter_id: str) -> Adapter | None:
+        """The adapter registered as ``adapter_id``."""
+        return self._adapters.get(adapter_id)
+
+    def handler_for(self, action: Action) -> Handler | None:
+        """What runs ``action``: its own handler, else its adapter's ``execute``."""
+        handler = self._handlers.get(action.name)
+        if handler is not None:
+            return handler
+        adapter = self._adapters.get(action.adapter)
+        return adapter.execute if adapter is not None else None
+
     def remove_where(self, predicate: Callable[[Action], bool]) -> None:
         """Drop actions matching ``predicate`` (used when upstream tool lists change)."""
         for name in [n for n, a in self._actions.items() if predicate(a)]:
             del self._actions[name]
+            self._handlers.pop(name, None)
+            self.version += 1
 
     def __iter__(self) -> Iterator[Action]:
         return iter(sorted(self._actions.values(), key=lambda a: a.name))

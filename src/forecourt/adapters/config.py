@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from forecourt.adapters.errors import AdapterConfigError
 from forecourt.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -27,10 +28,6 @@ PACKAGED_DIR = Path(__file__).resolve().parent / "defaults"
 
 CREDENTIAL_TYPES = frozenset({"google", "jwt", "secret", "none"})
 _ADAPTER_ID = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
-
-
-class AdapterConfigError(ValueError):
-    """An adapter configuration file is unreadable or invalid (raised at start-up, never to a client)."""
 
 
 def _check(adapter_id: str, config: Mapping[str, Any], source: Path) -> None:

@@ -13,11 +13,13 @@ aap_app = typer.Typer(help="Auto Agent Protocol (AAP v0.1) tools.", no_args_is_h
 def check(
     url: str = typer.Argument(..., help="Dealer agent base URL (its card is at URL/.well-known/agent-card.json)."),
     token: str | None = typer.Option(None, "--token", envvar="AAP_TOKEN", help="Bearer token for a private agent."),
-    leads: bool = typer.Option(True, "--leads/--no-leads", help="Submit a clearly marked test lead."),
+    submit_lead: bool = typer.Option(
+        False, "--submit-lead", help="Also submit a clearly marked test lead (it reaches the dealer's CRM)."
+    ),
 ) -> None:
     """Fetch and validate the card and manifest, call every skill on both bindings, print a report."""
-    from forecourt.aap.checker import run_check
+    from forecourt.adapters.aap.checker import run_check
 
-    report = asyncio.run(run_check(url, token=token, leads=leads))
+    report = asyncio.run(run_check(url, token=token, leads=submit_lead))
     typer.echo(report.render())
     raise typer.Exit(0 if report.passed else 1)

@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from forecourt.cli.common import ConfigOption, console, load_settings, run, services_for
+from forecourt.cli.output import JsonOption, print_listing, print_record
 from forecourt.gateway.base import Invocation, Principal
 
 keys_app = typer.Typer(help="API keys (shown once at creation).", no_args_is_help=True)
@@ -52,6 +53,7 @@ def keys_create(
     scope: list[str] | None = typer.Option(None, "--scope", help="Narrow the key to these scopes."),
     dealership: list[str] | None = typer.Option(None, "--dealership", help="Narrow the key to these dealerships."),
     expires_at: str | None = typer.Option(None, help="RFC 3339 expiry."),
+    toolset: str | None = typer.Option(None, "--toolset", help="MCP toolset for this key (crm, service, ...)."),
     as_json: bool = typer.Option(False, "--json", help='Print {"key": ...} as JSON.'),
     config: Path | None = ConfigOption,
 ) -> None:
@@ -64,6 +66,8 @@ def keys_create(
         payload["dealership_ids"] = dealership
     if expires_at:
         payload["expires_at"] = expires_at
+    if toolset:
+        payload["toolset"] = toolset
     out = run(lambda: invoke_admin(settings, "admin.keys.create", payload))
     if as_json:
         typer.echo(json.dumps({"key": out["key"], "prefix": out["prefix"]}))
@@ -73,10 +77,13 @@ def keys_create(
 
 
 @keys_app.command("list")
-def keys_list(company: str = typer.Option(..., "--company"), config: Path | None = ConfigOption) -> None:
+def keys_list(
+    company: str = typer.Option(..., "--company"), as_json: bool = JsonOption, config: Path | None = ConfigOption
+) -> None:
     """List a company's keys (prefixes, members, scopes; never secrets)."""
     settings = load_settings(config)
-    _print(run(lambda: invoke_admin(settings, "admin.keys.list", {"company_id": company})))
+    out = run(lambda: invoke_admin(settings, "admin.keys.list", {"company_id": company}))
+    print_listing(out, as_json=as_json, columns=_KEY_COLUMNS, title="API keys")
 
 
 @keys_app.command("revoke")
@@ -86,10 +93,19 @@ def keys_revoke(prefix: str, company: str = typer.Option(..., "--company"), conf
     _print(run(lambda: invoke_admin(settings, "admin.keys.revoke", {"company_id": company, "prefix": prefix})))
 
 
-def _list_command(action: str, help_text: str) -> Any:
-    def command(company: str = typer.Option(..., "--company"), config: Path | None = ConfigOption) -> None:
+_KEY_COLUMNS = ("prefix", "member_id", "name", "scopes", "dealership_ids", "expires_at", "revoked_at")
+
+
+def _list_command(action: str, help_text: str, columns: tuple[str, ...] = ()) -> Any:
+    def command(
+        company: str = typer.Option(..., "--company"), as_json: bool = JsonOption, config: Path | None = ConfigOption
+    ) -> None:
         settings = load_settings(config)
-        _print(run(lambda: invoke_admin(settings, action, {"company_id": company})))
+        out = run(lambda: invoke_admin(settings, action, {"company_id": company}))
+        if "items" in out:
+            print_listing(out, as_json=as_json, columns=columns)
+        else:
+            print_record(out, as_json=as_json)
 
     command.__doc__ = help_text
     return command
@@ -110,10 +126,16 @@ def _upsert_command(action: str, body_key: str, help_text: str) -> Any:
 
 
 admin_app.command("company")(_list_command("admin.companies.get", "Show the company."))
-admin_app.command("dealerships")(_list_command("admin.dealerships.list", "List dealerships."))
-admin_app.command("members")(_list_command("admin.members.list", "List members."))
-admin_app.command("policies")(_list_command("admin.policies.list", "List policies."))
-admin_app.command("adapters")(_list_command("admin.adapters.list", "List adapter overrides."))
+admin_app.command("dealerships")(
+    _list_command("admin.dealerships.list", "List dealerships.", ("id", "name", "timezone", "domain", "public_agent"))
+)
+admin_app.command("members")(
+    _list_command("admin.members.list", "List members.", ("id", "name", "kind", "is_admin", "dealership_ids"))
+)
+admin_app.command("policies")(
+    _list_command("admin.policies.list", "List policies.", ("id", "name", "allowed_actions", "denied_actions"))
+)
+admin_app.command("adapters")(_list_command("admin.adapters.list", "List adapter overrides.", ("adapter_id", "config")))
 admin_app.command("set-dealership")(
     _upsert_command("admin.dealerships.upsert", "dealership", "Create/update a dealership.")
 )
@@ -132,3 +154,12 @@ def set_adapter(
     settings = load_settings(config)
     payload = {"company_id": company, "adapter_id": adapter_id, "config": _load_json(file)}
     _print(run(lambda: invoke_admin(settings, "admin.adapters.upsert", payload)))
+
+
+@admin_app.command("restore-access")
+def restore_access(
+    company: str = typer.Option(..., "--company", help="Company id."), config: Path | None = ConfigOption
+) -> None:
+    """Reopen a company's admin path: relax every policy that denies its admins the admin actions."""
+    settings = load_settings(config)
+    _print(run(lambda: invoke_admin(settings, "admin.access.restore", {"company_id": company})))

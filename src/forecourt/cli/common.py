@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -16,15 +16,40 @@ from forecourt.logs import configure_logging
 from forecourt.settings import Settings
 
 T = TypeVar("T")
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
 ConfigOption = typer.Option(None, "--config", help="TOML settings file (FORECOURT_* variables win over it).")
 
 
-def load_settings(config: Path | None, **overrides: Any) -> Settings:
-    """Settings for this command, with logs configured."""
+VERBOSE = {"on": False}
+"""Set by ``forecourt --verbose``: commands print their log lines (``serve`` always does)."""
+
+
+def load_settings(config: Path | None, *, command_logs: bool = False, **overrides: Any) -> Settings:
+    """Settings for this command, with logs configured.
+
+    One-shot commands print no log lines (only errors) unless ``--verbose``; ``serve`` passes
+    ``command_logs=True`` and logs at the configured level.
+    """
     settings = Settings.load(config, **{k: v for k, v in overrides.items() if v is not None})
-    configure_logging(settings.log_level, json_output=settings.log_json)
+    level = settings.log_level if command_logs or VERBOSE["on"] else "ERROR"
+    configure_logging(level, json_output=settings.log_json)
+    from forecourt.gateway.cloud_observability import use_cloud_logging
+
+    use_cloud_logging(settings)
     return settings
+
+
+def refuse(message: str) -> NoReturn:
+    """Stop the command with a one-line reason (exit code 2)."""
+    console.print(f"error: {message}", markup=False, highlight=False)
+    raise typer.Exit(2)
+
+
+def within(name: str, value: int, low: int, high: int) -> int:
+    """``value`` when ``low <= value <= high``; else the command stops naming the option and its range."""
+    if not low <= value <= high:
+        refuse(f"{name} must be between {low} and {high} (got {value})")
+    return value
 
 
 def run(coro_fn: Callable[[], Awaitable[T]]) -> T:
@@ -32,7 +57,10 @@ def run(coro_fn: Callable[[], Awaitable[T]]) -> T:
     try:
         return asyncio.run(coro_fn())  # type: ignore[arg-type]
     except ForecourtError as exc:
-        console.print(f"[red]error[/red] {exc.code}: {exc.message}")
+        console.print(f"[red]error[/red] {exc.code}: {exc.message}", markup=True, highlight=False)
+        for problem in exc.details.get("errors", []) if isinstance(exc.details.get("errors"), list) else []:
+            if isinstance(problem, dict) and "path" in problem:
+                console.print(f"  {problem['path']}: {problem.get('message', problem.get('rule', ''))}", markup=False)
         raise typer.Exit(2) from None
 
 

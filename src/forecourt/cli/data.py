@@ -1,4 +1,4 @@
-"""``forecourt demo``, ``forecourt inventory import`` and ``forecourt audit``: data in and out."""
+"""``forecourt demo`` and ``forecourt audit``: data in and out (inventory feeds: :mod:`forecourt.cli.inventory`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import typer
 from forecourt.cli.common import ConfigOption, console, load_settings, run
 from forecourt.settings import Settings
 
-inventory_app = typer.Typer(help="Dealer inventory.", no_args_is_help=True)
 audit_app = typer.Typer(help="Audit records.", no_args_is_help=True)
 
 
@@ -32,48 +31,22 @@ def load_demo_command(settings: Settings, *, vehicles: int, seed: int, bulk: boo
                     )
                 return f"{report.vehicles} vehicles across {report.dealerships} dealerships in {report.seconds:.1f}s"
             demo = await load_demo(store, vehicles_per_dealership=vehicles, seed=seed)
-            return f"demo tenants loaded ({demo.changed} changes)"
+            return f"demo tenants loaded ({demo.changed} changes)\n" + await _console_key(settings, store)
         finally:
             await store.close()
 
     typer.echo(run(body))
 
 
-@inventory_app.command("import")
-def inventory_import(
-    file: Path = typer.Argument(..., exists=True, dir_okay=False, help="CSV or JSON feed."),
-    dealership: str = typer.Option(..., "--dealership", help="Dealership id."),
-    full: bool = typer.Option(False, "--full", help="Mark vehicles absent from the feed as no longer available."),
-    fmt: str | None = typer.Option(None, "--format", help="csv or json (default: from the file)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    config: Path | None = ConfigOption,
-) -> None:
-    """Import a dealer inventory feed; exits non-zero when any row was rejected."""
-    from forecourt.inventory_import import import_feed
-    from forecourt.store import open_store
+async def _console_key(settings: Settings, store: Any) -> str:
+    """A fresh key of the demo company's administrator, to sign in to the console with."""
+    from forecourt.gateway.auth.apikeys import ApiKeyService
+    from forecourt.gateway.backends.memory import MemoryRevocationList
 
-    settings = load_settings(config)
-
-    async def body() -> Any:
-        store = open_store(settings)
-        try:
-            return await import_feed(store, file, dealership, full=full, fmt=fmt)
-        finally:
-            await store.close()
-
-    report = run(body)
-    if as_json:
-        typer.echo(report.model_dump_json(indent=2))
-    else:
-        typer.echo(
-            f"rows {report.rows}: created {report.created}, updated {report.updated}, "
-            f"unchanged {report.unchanged}, removed {report.removed}, rejected {report.rejected}"
-        )
-        for row in report.rejected_rows:
-            vin = f" ({row.vin})" if row.vin else ""
-            typer.echo(f"  line {row.line}{vin}: {row.reason}")
-    if report.rejected:
-        raise typer.Exit(1)
+    keys = ApiKeyService.from_settings(settings, store, MemoryRevocationList())
+    issued = await keys.create("demo-motor-group", "ops-admin", name="console sign-in (forecourt demo)")
+    url = settings.advertised_url + settings.console_prefix.rstrip("/") + "/"
+    return f"console: open {url} and sign in with the key {issued.key}"
 
 
 @audit_app.command("export")

@@ -10,6 +10,7 @@ import typer
 
 from forecourt.cli.admin import invoke_admin
 from forecourt.cli.common import ConfigOption, console, load_settings, run
+from forecourt.cli.output import JsonOption, print_listing
 
 knowledge_app = typer.Typer(
     help="Dealer documents for knowledge.query (FAQ, policies, warranty).", no_args_is_help=True
@@ -69,7 +70,9 @@ def knowledge_ingest(
 
 
 @knowledge_app.command("list")
-def knowledge_list(dealership: str = typer.Option(..., "--dealership"), config: Path | None = ConfigOption) -> None:
+def knowledge_list(
+    dealership: str = typer.Option(..., "--dealership"), as_json: bool = JsonOption, config: Path | None = ConfigOption
+) -> None:
     """List a dealership's documents."""
     settings = load_settings(config)
 
@@ -79,14 +82,17 @@ def knowledge_list(dealership: str = typer.Option(..., "--dealership"), config: 
             settings, "admin.knowledge.list", {"company_id": company, "dealership_id": dealership}
         )
 
-    _print(run(body))
+    print_listing(run(body), as_json=as_json, title="documents")
 
 
 @queries_app.command("list")
-def queries_list(company: str = typer.Option(..., "--company"), config: Path | None = ConfigOption) -> None:
+def queries_list(
+    company: str = typer.Option(..., "--company"), as_json: bool = JsonOption, config: Path | None = ConfigOption
+) -> None:
     """List a company's named queries."""
     settings = load_settings(config)
-    _print(run(lambda: invoke_admin(settings, "admin.queries.list", {"company_id": company})))
+    out = run(lambda: invoke_admin(settings, "admin.queries.list", {"company_id": company}))
+    print_listing(out, as_json=as_json, title="named queries")
 
 
 @queries_app.command("upsert")

@@ -15,20 +15,12 @@ DealershipOption = typer.Option(None, "--dealership", help="Dealership id (defau
 
 @leads_app.command("show")
 def show(lead_id: str, dealership: str | None = DealershipOption, config: Path | None = ConfigOption) -> None:
-    """Print a lead's status and its CRM / webhook delivery status as JSON."""
-    from forecourt.delivery.status import lead_report
-    from forecourt.store import open_store
+    """Print a lead's status and its CRM / webhook delivery status as JSON (an audited operator action)."""
+    from forecourt.cli.tenants import invoke_operator
 
     settings = load_settings(config)
-
-    async def body() -> str:
-        store = open_store(settings)
-        try:
-            return json.dumps(await lead_report(store, lead_id, dealership), indent=2)
-        finally:
-            await store.close()
-
-    typer.echo(run(body))
+    payload = {"lead_id": lead_id, **({"dealership_id": dealership} if dealership else {})}
+    typer.echo(json.dumps(run(lambda: invoke_operator(settings, "admin.leads.report", payload)), indent=2))
 
 
 @leads_app.command("adf")

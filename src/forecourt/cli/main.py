@@ -6,17 +6,21 @@ from pathlib import Path
 
 import typer
 
-from forecourt.cli import aap, admin, data, leads
+from forecourt.cli import aap, admin, data, leads, tenants
+from forecourt.cli import crm as crm_cli
+from forecourt.cli import inventory as inventory_cli
 from forecourt.cli import mcp as mcp_cli
 from forecourt.cli import workflows as workflows_cli
-from forecourt.cli.common import ConfigOption, load_settings
+from forecourt.cli.common import VERBOSE, ConfigOption, load_settings, within
 from forecourt.cli.knowledge import knowledge_app, queries_app
+from forecourt.cli.tools import tools_app
 from forecourt.cli.upstreams import upstreams_app
 
 app = typer.Typer(name="forecourt", help="Car dealerships on the agent web.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
-app.add_typer(data.inventory_app, name="inventory")
+app.add_typer(inventory_cli.inventory_app, name="inventory")
+app.add_typer(crm_cli.crm_app, name="crm")
 app.add_typer(data.audit_app, name="audit")
 app.add_typer(admin.keys_app, name="keys")
 app.add_typer(admin.admin_app, name="admin")
@@ -26,7 +30,34 @@ app.add_typer(workflows_cli.workflows_app, name="workflows")
 app.add_typer(knowledge_app, name="knowledge")
 app.add_typer(queries_app, name="queries")
 app.add_typer(upstreams_app, name="upstreams")
+app.add_typer(tools_app, name="tools")
 app.command(name="mcp")(mcp_cli.mcp)
+app.add_typer(tenants.companies_app, name="companies")
+app.add_typer(tenants.dealerships_app, name="dealerships")
+app.add_typer(tenants.members_app, name="members")
+app.add_typer(tenants.operator_app, name="operator")
+app.command(name="apply")(tenants.apply)
+app.command(name="export-tenants")(tenants.export_tenants)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"forecourt {version('forecourt')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print log lines (one-shot commands are quiet)."),
+    show_version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Car dealerships on the agent web."""
+    del show_version
+    VERBOSE["on"] = verbose
 
 
 @app.command()
@@ -40,9 +71,12 @@ def serve(
     ssl_ca_certs: Path | None = typer.Option(None, help="CA bundle: when given, clients must present a certificate."),
 ) -> None:
     """Serve the HTTP front doors (REST envelope, MCP, A2A/AAP, admin, health)."""
+    if port is not None:
+        within("--port", port, 1, 65535)
+    within("--workers", workers, 1, 256)
     from forecourt.cli.serve import serve_http
 
-    settings = load_settings(config, host=host, port=port)
+    settings = load_settings(config, command_logs=True, host=host, port=port)
     serve_http(
         settings, config, workers=workers, ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, ssl_ca_certs=ssl_ca_certs
     )
@@ -67,6 +101,9 @@ def demo(
     dealerships: int = typer.Option(1000, help="With --bulk: number of dealerships."),
 ) -> None:
     """Load the demo tenants (idempotent), or with --bulk a benchmark-sized inventory."""
+    within("--vehicles", vehicles, 0 if not bulk else 1, 1_000_000)
+    within("--seed", seed, 0, 2**31 - 1)
+    within("--dealerships", dealerships, 1, 100_000)
     data.load_demo_command(load_settings(config), vehicles=vehicles, seed=seed, bulk=bulk, dealerships=dealerships)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from forecourt.cli.common import ConfigOption, load_settings
+from forecourt.cli.common import ConfigOption, load_settings, refuse
 from forecourt.errors import ForecourtError
 from forecourt.settings import Settings
 
@@ -24,11 +24,10 @@ async def serve_stdio(settings: Settings) -> None:
 
     from forecourt.bootstrap import build_services
     from forecourt.gateway.base import Credentials, Invocation
-    from forecourt.surfaces.mcp import Caller, McpSurface
+    from forecourt.surfaces.mcp.http import Caller
+    from forecourt.surfaces.mcp.server import McpSurface
 
     token = settings.mcp_token.get_secret_value() if settings.mcp_token else ""
-    if not token:
-        raise typer.BadParameter("set FORECOURT_MCP_TOKEN to an API key or JWT", param_hint="FORECOURT_MCP_TOKEN")
     services = build_services(settings)
     await services.start()
     try:
@@ -37,10 +36,9 @@ async def serve_stdio(settings: Settings) -> None:
             Invocation(action="", payload={}, credentials=credentials, surface="stdio")
         )
         caller = Caller(principal, credentials, "stdio")
-        surface = McpSurface(services.gateway, settings, dispatcher=services.events, stdio_caller=caller)
-        from forecourt.adapters.upstream.mcp_federation import install_federation
-
-        install_federation(surface, services.upstreams)  # upstream MCP servers (adapters/upstream)
+        surface = McpSurface(
+            services.gateway, settings, dispatcher=services.events, stdio_caller=caller, hub=services.upstreams
+        )
         try:
             async with stdio_server() as (read, write):
                 await surface.server.run(read, write, surface.server.create_initialization_options())
@@ -48,6 +46,21 @@ async def serve_stdio(settings: Settings) -> None:
             await surface.close()
     finally:
         await services.close()
+
+
+def _require_database(settings: Settings) -> None:
+    """A desktop host starts us from anywhere: never fall back to (and create) a database in its directory."""
+    from sqlalchemy.engine import make_url
+
+    if "database_url" not in settings.model_fields_set:
+        refuse(
+            "no database configured: set FORECOURT_DATABASE_URL (e.g. sqlite+aiosqlite:////abs/path/forecourt.db, "
+            "the database `forecourt serve` uses)"
+        )
+    url = make_url(settings.database_url)
+    local = url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:"
+    if local and not Path(str(url.database)).is_file():
+        refuse(f"FORECOURT_DATABASE_URL names {url.database}, which does not exist (run `forecourt db upgrade`)")
 
 
 def mcp(
@@ -59,6 +72,9 @@ def mcp(
         typer.echo("Streamable HTTP is served by `forecourt serve` at /mcp; use --stdio for a desktop host.", err=True)
         raise typer.Exit(2)
     settings = load_settings(config)
+    _require_database(settings)
+    if not settings.mcp_token:
+        refuse("no credential: set FORECOURT_MCP_TOKEN to an API key (forecourt keys create) or a JWT")
     try:
         asyncio.run(serve_stdio(settings))
     except ForecourtError as exc:

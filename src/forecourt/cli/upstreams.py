@@ -14,6 +14,7 @@ import typer
 
 from forecourt.cli.admin import invoke_admin
 from forecourt.cli.common import ConfigOption, load_settings, run
+from forecourt.cli.output import JsonOption, print_listing
 
 upstreams_app = typer.Typer(help="Upstream MCP servers federated behind the gateway.", no_args_is_help=True)
 
@@ -53,10 +54,13 @@ def upstreams_add(
 
 
 @upstreams_app.command("list")
-def upstreams_list(company: str = typer.Option(..., "--company"), config: Path | None = ConfigOption) -> None:
+def upstreams_list(
+    company: str = typer.Option(..., "--company"), as_json: bool = JsonOption, config: Path | None = ConfigOption
+) -> None:
     """List the company's upstream MCP servers."""
     settings = load_settings(config)
-    _print(run(lambda: invoke_admin(settings, "admin.upstreams.list", {"company_id": company})))
+    out = run(lambda: invoke_admin(settings, "admin.upstreams.list", {"company_id": company}))
+    print_listing(out, as_json=as_json, title="upstream MCP servers")
 
 
 @upstreams_app.command("remove")

@@ -9,6 +9,7 @@ import typer
 
 from forecourt.cli.admin import invoke_admin
 from forecourt.cli.common import ConfigOption, console, load_settings, run
+from forecourt.cli.output import JsonOption, print_listing
 
 workflows_app = typer.Typer(help="BPMN workflow definitions.", no_args_is_help=True)
 
@@ -33,8 +34,10 @@ def workflows_upload(
 
 
 @workflows_app.command("list")
-def workflows_list(company: str = typer.Option(..., "--company"), config: Path | None = ConfigOption) -> None:
+def workflows_list(
+    company: str = typer.Option(..., "--company"), as_json: bool = JsonOption, config: Path | None = ConfigOption
+) -> None:
     """List the company's workflow definitions (latest versions) and the shipped defaults."""
     settings = load_settings(config)
     out = run(lambda: invoke_admin(settings, "admin.workflows.list", {"company_id": company}))
-    typer.echo(json.dumps(out, indent=2, sort_keys=True))
+    print_listing(out, as_json=as_json, title="workflows")

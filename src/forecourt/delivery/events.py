@@ -11,6 +11,7 @@ DataPart. Delivery ids are derived from (event, config), so replicas tailing tog
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Callable
@@ -19,14 +20,13 @@ from typing import Any
 
 from a2a.server.tasks import PushNotificationConfigStore
 
-from forecourt.aap.schemas import EVENT_MEDIA_TYPE
 from forecourt.delivery.worker import PUSH_KIND
+from forecourt.domain.aap_spec import EVENT_MEDIA_TYPE
 from forecourt.domain.events import ChangeEvent, ChangeType, ResourceType
 from forecourt.domain.timeutil import rfc3339
 from forecourt.errors import AlreadyExists
 from forecourt.settings import Settings
 from forecourt.store.base import Delivery, Store
-from forecourt.store.sql.aap_tables import AapRecords
 
 logger = logging.getLogger(__name__)
 
@@ -94,22 +94,21 @@ class EventRouter:
     def __init__(
         self,
         store: Store,
-        records: AapRecords,
         push_store: PushNotificationConfigStore,
         settings: Settings,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.store = store
-        self.records = records
         self.push_store = push_store
         self.settings = settings
         self.clock = clock
+        self._stopping = asyncio.Event()
 
     async def _start_seq(self) -> int:
-        seq = await self.records.cursor(CURSOR)
-        if seq is not None:
-            return seq
         async with self.store.transaction() as uow:
+            seq = await uow.aap_records.cursor(CURSOR)
+            if seq is not None:
+                return seq
             last = await uow.outbox.last_seq()
         return max(last - CATCH_UP, 0)
 
@@ -125,7 +124,9 @@ class EventRouter:
         if payload is None:
             return 0
         queued = 0
-        for task_id in await self.records.tasks_for(event.resource_id):
+        async with self.store.transaction() as uow:
+            task_ids = await uow.aap_records.tasks_for(event.resource_id)
+        for task_id in task_ids:
             for config in await self.push_store.get_info_for_dispatch(task_id):
                 body = {
                     "task_id": task_id,
@@ -159,20 +160,27 @@ class EventRouter:
         queued = 0
         for event in events:
             queued += await self._route(event)
-        if events:
-            await self.records.set_cursor(CURSOR, events[-1].seq)
-        elif await self.records.cursor(CURSOR) is None:
-            await self.records.set_cursor(CURSOR, after)
+        async with self.store.transaction() as uow:
+            if events:
+                await uow.aap_records.set_cursor(CURSOR, events[-1].seq)
+            elif await uow.aap_records.cursor(CURSOR) is None:
+                await uow.aap_records.set_cursor(CURSOR, after)
         return queued
 
+    def stop(self) -> None:
+        """Take no more work: :meth:`run` returns after the page it is routing (the process is draining)."""
+        self._stopping.set()
+
     async def run(self) -> None:
-        """Tail the outbox forever (a background task of the service)."""
-        while True:
+        """Tail the outbox until stopped (a background task of the service)."""
+        while not self._stopping.is_set():
             try:
                 await self.run_once()
             except Exception:  # a background loop must outlive a database hiccup
                 logger.exception("AAP event router iteration failed")
-            await asyncio.sleep(self.settings.delivery_poll_interval_s)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.settings.delivery_poll_interval_s):
+                    await self._stopping.wait()
 
 
 def push_headers_from(push_store: PushNotificationConfigStore) -> Any:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from forecourt.aap.adf import render_adf
-from forecourt.actions.dealer.representations import ts
+from forecourt.actions.adf import render_adf
+from forecourt.actions.representations import ts
 from forecourt.domain.people import Lead
 from forecourt.errors import LeadNotFound
 from forecourt.store.base import Store, UnitOfWork

@@ -9,6 +9,7 @@ exponentially (``base * 2**(attempts-1)``, capped, with jitter) until ``max_atte
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import random
@@ -17,6 +18,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from forecourt.adapters.crm import OutboundPoster, PostResult, crm_headers
+from forecourt.adapters.crm.smtp import SmtpSender, adf_message
+from forecourt.delivery.crm_mail import CRM_SMTP_KIND
 from forecourt.settings import Settings
 from forecourt.store.base import Delivery, Store
 
@@ -41,6 +44,7 @@ class DeliveryWorker:
         poster: OutboundPoster,
         *,
         push_headers: PushHeaders | None = None,
+        mailer: SmtpSender | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         jitter: Callable[[], float] = random.random,
     ) -> None:
@@ -48,8 +52,10 @@ class DeliveryWorker:
         self.settings = settings
         self.poster = poster
         self.push_headers = push_headers
+        self.mailer = mailer
         self.clock = clock
         self.jitter = jitter
+        self._stopping = asyncio.Event()
 
     def backoff(self, attempts: int) -> timedelta:
         """Delay before attempt ``attempts + 1``: exponential, capped, with up to 10 % jitter."""
@@ -86,7 +92,17 @@ class DeliveryWorker:
                 **extra,
             }
             return await self.poster.post(d.target, json.dumps(envelope["notification"]).encode(), headers)
+        if d.kind == CRM_SMTP_KIND and self.mailer is not None:
+            return await self._mail(d, self.mailer)
         return PostResult(delivered=False, retryable=False, error=f"unknown delivery kind {d.kind}")
+
+    async def _mail(self, d: Delivery, mailer: SmtpSender) -> PostResult:
+        """An ADF e-mail, with the dealership's mail route as it is now (so a fixed setting applies at once)."""
+        async with self.store.read() as uow:
+            route = await uow.crm_mail.get(d.dealership_id)
+        if route is None or not route.enabled:
+            return PostResult(delivered=False, retryable=False, error="no CRM mail route")
+        return await mailer.send(route, adf_message(route, d.target, d.id, d.subject_id, d.body))
 
     async def _finish(self, d: Delivery, result: PostResult) -> None:
         now = self.clock()
@@ -114,13 +130,19 @@ class DeliveryWorker:
             await self._finish(d, await self._send(d))
         return len(batch)
 
+    def stop(self) -> None:
+        """Claim no more deliveries: :meth:`run` returns after the batch in hand (the process is draining)."""
+        self._stopping.set()
+
     async def run(self) -> None:
-        """Poll forever (a background task of the service)."""
-        while True:
+        """Poll until stopped (a background task of the service)."""
+        while not self._stopping.is_set():
             try:
                 attempted = await self.run_once()
             except Exception:  # a background loop must outlive a database hiccup
                 logger.exception("delivery worker iteration failed")
                 attempted = 0
             if attempted < BATCH:
-                await asyncio.sleep(self.settings.delivery_poll_interval_s)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.settings.delivery_poll_interval_s):
+                        await self._stopping.wait()

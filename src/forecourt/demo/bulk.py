@@ -2,9 +2,8 @@
 
 Generation is table-driven: VIN check-digit sums, model candidates per year and prices are precomputed,
 and vehicles are built with ``model_construct`` (every value is valid by construction), so a million
-vehicles take seconds. Inserting uses the inventory repository's ``insert_many`` when the store has
-one (see :class:`BulkInventory`), else multi-row inserts on the SQL store's connection, else ``upsert``
-per vehicle; one transaction per batch.
+vehicles take seconds. Inserting goes through the store's fast path (``Store.bulk_load_vehicles``:
+multi-row inserts, no change events), one transaction per batch.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from forecourt.demo.catalog import BRANDS, ModelSpec, TrimSpec, models_for
 from forecourt.demo.common import DEFAULT_SEED, DEMO_MODEL_YEAR, default_now, sub_rng
@@ -26,7 +25,7 @@ from forecourt.domain.money import Money
 from forecourt.domain.tenancy import Address, Company, Dealership, Member, Policy, Profile
 from forecourt.domain.vehicle import Condition, Vehicle, VehicleStatus
 from forecourt.inventory_import.ids import vehicle_id_for
-from forecourt.store.base import Store, UnitOfWork
+from forecourt.store.base import Store
 
 logger = logging.getLogger(__name__)
 
@@ -35,21 +34,11 @@ BULK_COMPANY = "bench-motor-group"
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(vehicles_done, vehicles_total)`` after each batch."""
 
-_ROWS_PER_STATEMENT = 1_000
 _SERIAL_SPACE = 1_000_000
 _SERIAL_STRIDE = 7_919  # prime, coprime with 10**6: a permutation of the serial space
 _PLANT_ALPHABET = "ABCDEFGHJKLMNPRSTUVWXYZ123456789"
 _BRAND_MIX: tuple[tuple[str, ...], ...] = (("Toyota",), ("Honda",), ())
 _STATUSES = (VehicleStatus.AVAILABLE,) * 17 + (VehicleStatus.PENDING, VehicleStatus.SOLD, VehicleStatus.IN_TRANSIT)
-
-
-@runtime_checkable
-class BulkInventory(Protocol):
-    """Optional fast path a store's inventory repository may offer: plain inserts of new vehicles."""
-
-    async def insert_many(self, vehicles: Sequence[Vehicle]) -> int:
-        """Insert vehicles known not to exist yet; returns how many were written."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -225,36 +214,6 @@ def iter_bulk_vehicles(
         yield batch
 
 
-async def _insert(uow: UnitOfWork, vehicles: list[Vehicle]) -> None:
-    if isinstance(uow.inventory, BulkInventory):
-        await uow.inventory.insert_many(vehicles)
-        return
-    connection = getattr(uow, "connection", None)
-    if connection is not None:
-        await _sql_insert(connection, vehicles)
-        return
-    for vehicle in vehicles:
-        await uow.inventory.upsert(vehicle)
-
-
-async def _sql_insert(connection: Any, vehicles: list[Vehicle]) -> None:
-    """Multi-row ``INSERT ... ON CONFLICT DO NOTHING`` into the SQL store's ``vehicles`` table.
-
-    The same path the store's own benchmark loader takes: rows are built by the store's ``vehicle_row``;
-    no change events are written for benchmark data.
-    """
-    from sqlalchemy.dialects import postgresql, sqlite
-
-    from forecourt.store.sql.inventory import vehicle_row
-    from forecourt.store.sql.tables import vehicles as table
-
-    dialect_insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
-    stmt = dialect_insert(table).on_conflict_do_nothing()
-    rows = [vehicle_row(v) for v in vehicles]
-    for start in range(0, len(rows), _ROWS_PER_STATEMENT):
-        await connection.execute(stmt, rows[start : start + _ROWS_PER_STATEMENT])
-
-
 async def _tenancy(store: Store, dealerships: list[Dealership]) -> None:
     async with store.transaction() as uow:
         await uow.tenancy.upsert_profile(Profile(id=BULK_PROFILE, name="Forecourt benchmark"))
@@ -306,9 +265,7 @@ async def generate_bulk(
     if progress:
         progress(0, total)
     for batch in iter_bulk_vehicles(rooftops, vehicles_per_dealership, seed=seed, now=now, batch_size=batch_size):
-        async with store.transaction() as uow:
-            await _insert(uow, batch)
-        done += len(batch)
+        done += await store.bulk_load_vehicles(batch, batch_size=len(batch))
         if progress:
             progress(done, total)
     seconds = time.perf_counter() - started

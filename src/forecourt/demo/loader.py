@@ -13,7 +13,7 @@ from forecourt.demo.common import DEFAULT_SEED, default_now
 from forecourt.demo.inventory import generate_vehicles
 from forecourt.demo.people import generate_customers, generate_leads
 from forecourt.demo.service import generate_service
-from forecourt.demo.tenants import COMPANIES, DEALERSHIPS, MEMBERS, POLICIES, PROFILE, ROOFTOP_PLANS
+from forecourt.demo.tenants import DEALERSHIPS, ROOFTOP_PLANS, demo_document
 from forecourt.domain.service import ServiceSlot
 from forecourt.domain.tenancy import Dealership
 from forecourt.domain.vehicle import Vehicle
@@ -94,7 +94,7 @@ async def load_demo(
     plan_size = replace(size or DemoSize(), vehicles=vehicles_per_dealership)
     report = DemoReport(dealership_ids=[d.id for d in DEALERSHIPS])
     async with store.transaction() as uow:
-        await _load_tenancy(uow)
+        await _load_tenancy(uow, report)
     for dealership in DEALERSHIPS:
         async with store.transaction() as uow:
             await _load_rooftop(uow, dealership, size=plan_size, seed=seed, now=at, report=report)
@@ -108,16 +108,14 @@ async def load_demo(
     return report
 
 
-async def _load_tenancy(uow: UnitOfWork) -> None:
-    await uow.tenancy.upsert_profile(PROFILE)
-    for company in COMPANIES:
-        await uow.tenancy.upsert_company(company)
-    for dealership in DEALERSHIPS:
-        await uow.tenancy.upsert_dealership(dealership)
-    for member in MEMBERS:
-        await uow.tenancy.upsert_member(member)
-    for policy in POLICIES:
-        await uow.tenancy.upsert_policy(policy)
+async def _load_tenancy(uow: UnitOfWork, report: DemoReport) -> None:
+    # The demo tenants file, applied like any operator's (reset to its definition; nothing pruned).
+    from forecourt.actions.tenants_apply import apply_tenants
+
+    plan = await apply_tenants(uow, demo_document())
+    for step in plan.steps:
+        counter = {"create": report.created, "change": report.updated}.get(step.op, report.unchanged)
+        counter[step.kind] += 1
 
 
 async def _load_rooftop(

@@ -33,6 +33,9 @@ class Customer(BaseModel):
     preferred_channel: Channel | None = None
     created_at: AwareDatetime
     updated_at: AwareDatetime
+    possible_duplicate_of: str | None = None
+    """An earlier customer who shares this one's e-mail or phone under another name: the dealer decides whether
+    they are one person (the lead intake never merges people on contact details alone)."""
 
     @property
     def full_name(self) -> str:

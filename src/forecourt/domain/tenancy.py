@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from forecourt.domain.approvals import ApprovalRule
+from forecourt.domain.urls import OutboundUrl
+
+
+def one_or_many(value: Any) -> Any:
+    """A single string where a list of strings is expected means a list of that one string."""
+    return [value] if isinstance(value, str) else value
+
+
+Strings = Annotated[tuple[str, ...], BeforeValidator(one_or_many)]
+"""Strings (a single string is accepted as one)."""
 
 
 class Profile(BaseModel):
@@ -25,9 +37,9 @@ class Company(BaseModel):
     id: str
     profile_id: str
     name: str
-    oidc_issuer: str | None = None
+    oidc_issuer: OutboundUrl | None = None
     oidc_audience: str | None = None
-    oidc_jwks_url: str | None = None
+    oidc_jwks_url: OutboundUrl | None = None
 
 
 class Address(BaseModel):
@@ -62,16 +74,16 @@ class Dealership(BaseModel):
     domain: str | None = None
     timezone: str = "America/Los_Angeles"
     currency: str = "USD"
-    brands: tuple[str, ...] = ()
+    brands: Strings = ()
     address: Address = Address()
     phones: dict[str, str] = Field(default_factory=dict)
     email: str | None = None
     website: str | None = None
     sales_hours: dict[str, DayHours] = Field(default_factory=dict)
     service_hours: dict[str, DayHours] = Field(default_factory=dict)
-    capabilities: tuple[str, ...] = ()
+    capabilities: Strings = ()
     public_agent: bool = True
-    crm_endpoint: str | None = None
+    crm_endpoint: OutboundUrl | None = None
     tax_rate_bps: int = 0
     doc_fee_minor: int = 0
 
@@ -92,6 +104,10 @@ class MemberKind(StrEnum):
     PERSON = "person"
 
 
+TOOLSET_NAMES = ("crm", "service", "inventory", "models", "workflows", "buyer", "admin")
+"""The MCP role toolsets a member or an API key may have (what each holds: ``surfaces/mcp/toolsets.py``)."""
+
+
 class Member(BaseModel):
     """An agent or person on a company's team."""
 
@@ -103,14 +119,20 @@ class Member(BaseModel):
     name: str
     kind: MemberKind = MemberKind.AGENT
     security_type: SecurityType = SecurityType.ANY
-    allowed_tools: tuple[str, ...] = ()
-    scopes: tuple[str, ...] = ()
-    dealership_ids: tuple[str, ...] = ()
+    allowed_tools: Strings = ()
+    scopes: Strings = ()
+    dealership_ids: Strings = ()
     is_admin: bool = False
     oidc_subject: str | None = None
     cert_fingerprint: str | None = None
     agent_config: dict[str, Any] = Field(default_factory=dict)
     active: bool = True
+    toolset: str | None = None
+    """Role toolset offered over MCP (``crm``, ``service``, ``inventory``, ``models``, ``workflows``, ``buyer``,
+    ``admin``); ``None``: every tool the member may call. It shapes what is listed, not what is permitted."""
+    tool_names: str | None = None
+    """MCP tool naming: ``llm`` lists LLM-safe names (``inventory_search``) for hosts that cannot add
+    ``?names=llm`` to the URL; ``None`` or ``canonical``: the specs' names."""
 
     @property
     def agent_id(self) -> str:
@@ -126,15 +148,17 @@ class Policy(BaseModel):
     id: str
     company_id: str
     name: str = "default"
-    allowed_actions: tuple[str, ...] = ("*",)
-    denied_actions: tuple[str, ...] = ()
-    allowed_adapters: tuple[str, ...] = ("*",)
-    denied_adapters: tuple[str, ...] = ()
-    allowed_models: tuple[str, ...] = ("*",)
+    allowed_actions: Strings = ("*",)
+    denied_actions: Strings = ()
+    allowed_adapters: Strings = ("*",)
+    denied_adapters: Strings = ()
+    allowed_models: Strings = ("*",)
     allow_side_effects: bool = True
-    redact_fields: tuple[str, ...] = ()
+    redact_fields: Strings = ()
     audit_retention_days: int = 365
     rate_limits: dict[str, int] = Field(default_factory=dict)
+    require_approval: tuple[ApprovalRule, ...] = ()
+    """Side-effect calls by agents that wait for a person's approval (console → Approvals)."""
 
 
 class AdapterSetting(BaseModel):

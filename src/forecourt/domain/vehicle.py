@@ -7,10 +7,11 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from forecourt.domain.errors import VinError
 from forecourt.domain.measure import Measure
 from forecourt.domain.money import Money
 from forecourt.domain.timeutil import AwareDatetime
-from forecourt.domain.vin import VinError, normalize_vin
+from forecourt.domain.vin import normalize_vin
 
 
 class Condition(StrEnum):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from vininfo import Vin
 from vininfo.exceptions import ValidationError
 
+from forecourt.domain.errors import VinError
+
 _TRANSLIT = {
     **{str(d): d for d in range(10)},
     **dict(zip("ABCDEFGH", range(1, 9), strict=True)),
@@ -14,14 +16,6 @@ _TRANSLIT = {
     **dict(zip("STUVWXYZ", range(2, 10), strict=True)),
 }
 _WEIGHTS = (8, 7, 6, 5, 4, 3, 2, 10, 0, 9, 8, 7, 6, 5, 4, 3, 2)
-
-
-class VinError(ValueError):
-    """A VIN failed validation; ``reason`` is one of ``length``, ``characters``, ``check_digit``."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        self.reason = reason
-        super().__init__(message)
 
 
 def check_digit(vin: str) -> str:

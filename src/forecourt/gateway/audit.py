@@ -2,7 +2,9 @@
 
 Records wait in memory until a batch is written. A failed write (database restart, lock, network)
 keeps the batch and retries with backoff; :meth:`AuditWriter.close` flushes what is left before the
-process exits, so N invocations always become N records.
+process exits, so N invocations always become N records. With a journal (:mod:`.audit_journal`) each
+record is also on disk before its call is answered, so ``kill -9`` or a database outage loses none:
+:meth:`AuditWriter.recover` replays what a dead process left.
 """
 
 from __future__ import annotations
@@ -10,9 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections import deque
 from collections.abc import Callable
+from datetime import UTC, datetime
 
+from forecourt.gateway.audit_journal import AuditJournal
 from forecourt.gateway.telemetry import Metrics
 from forecourt.store.base import AuditRecord, Store
 
@@ -31,8 +36,10 @@ class AuditWriter:
         flush_interval_s: float = 0.5,
         max_backoff_s: float = 5.0,
         on_written: Callable[[int], None] | None = None,
+        journal: AuditJournal | None = None,
     ) -> None:
         self._store = store
+        self.journal = journal
         self._metrics = metrics
         self._batch_size = batch_size
         self._interval = flush_interval_s
@@ -45,12 +52,40 @@ class AuditWriter:
         self.written = 0
 
     def record(self, rec: AuditRecord) -> None:
-        """Queue one record (never blocks, never raises)."""
+        """Queue one record; with a journal it is on disk when this returns."""
+        if self.journal is not None:
+            try:
+                self.journal.append(rec)
+            except OSError:  # a full or failing disk must not fail the call; the record stays queued
+                logger.warning("audit journal append failed; record kept in memory only")
         self._pending.append(rec)
         if self._metrics is not None:
             self._metrics.audit_buffered.set(len(self._pending))
         if len(self._pending) >= self._batch_size:
             self._wake.set()
+
+    def record_rejected(self, *, surface: str, action: str, status: int, error_code: str, processed_by: str) -> None:
+        """Queue the record of a request refused before any front door parsed it (no caller, no arguments)."""
+        self.record(
+            AuditRecord(
+                id=uuid.uuid4().hex,
+                company_id=None,
+                dealership_id=None,
+                member_id=None,
+                action=action[:100],
+                action_type="-",
+                args_digest="-",
+                args_redacted={},
+                result_class="rejected",
+                status_code=status,
+                error_code=error_code,
+                duration_ms=0.0,
+                trace_id=uuid.uuid4().hex,
+                surface=surface,
+                processed_by=processed_by,
+                occurred_at=datetime.now(UTC),
+            )
+        )
 
     @property
     def pending(self) -> int:
@@ -76,9 +111,29 @@ class AuditWriter:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self._max_backoff)
 
+    async def recover(self) -> int:
+        """Write the records that dead processes left in the journal folder, then delete their segments."""
+        if self.journal is None:
+            return 0
+        recovered = 0
+        try:
+            for path, records in self.journal.orphans():
+                for start in range(0, len(records), self._batch_size):
+                    async with self._store.transaction() as uow:
+                        await uow.audit.add_many(records[start : start + self._batch_size])
+                path.unlink(missing_ok=True)
+                recovered += len(records)
+        except Exception:  # the database is down: the segments stay for the next start
+            logger.warning("audit journal recovery deferred: the database is unavailable")
+        if recovered:
+            logger.info("recovered %d audit records from the journal", recovered)
+        return recovered
+
     async def _flush_once(self) -> bool:
         """Write everything pending in batches; False when a write failed (records are kept)."""
         async with self._lock:
+            if self.journal is not None and self._pending:
+                self.journal.rotate()  # what arrives during the writes goes to a new segment
             while self._pending:
                 batch = [self._pending[i] for i in range(min(self._batch_size, len(self._pending)))]
                 try:
@@ -97,6 +152,8 @@ class AuditWriter:
                     self._metrics.audit_buffered.set(len(self._pending))
                 if self._on_written is not None:
                     self._on_written(len(batch))
+            if self.journal is not None:
+                self.journal.drained()
         return True
 
     async def flush(self, *, attempts: int = 50, backoff_s: float = 0.1) -> bool:
@@ -117,5 +174,8 @@ class AuditWriter:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout_s):
                 await self.flush()
+        if self.journal is not None:
+            self.journal.close(drained=not self._pending)
         if self._pending:
-            logger.error("audit writer closed with %d records unwritten", len(self._pending))
+            where = "kept in the journal for the next start" if self.journal is not None else "lost"
+            logger.error("audit writer closed with %d records unwritten (%s)", len(self._pending), where)

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 from forecourt.domain.tenancy import Member
 
 AuthMethod = Literal["api_key", "oidc", "mtls", "anonymous", "internal"]
-Surface = Literal["rest", "mcp", "a2a", "stdio", "workflow", "internal", "cli"]
+Surface = Literal["rest", "mcp", "a2a", "stdio", "workflow", "internal", "cli", "console"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,11 @@ class Credentials:
     forwarded_cert: str | None = None
     """A client certificate forwarded in a header by a proxy; trusted only from configured proxy addresses."""
     peer_address: str | None = None
+    """The TCP peer (a proxy, when there is one): decides whether forwarded certificates are believed."""
+    client_address: str | None = None
+    """The client as the trusted proxies forwarded it (``X-Forwarded-For``), else the TCP peer."""
+    forwarded_for: str | None = None
+    """``X-Forwarded-For`` as received; believed only from a trusted proxy (see gateway.client_address)."""
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """Which rate limits apply to a call: per company, per member, per (member, action), and per anonymous client.
 
 Defaults come from settings; a company policy's ``rate_limits`` overrides them with keys
-``company_per_minute``, ``member_per_minute``, ``action_per_minute`` and ``<action name>`` (calls
-per minute for that action and member).
+``company_per_minute``, ``member_per_minute``, ``action_per_minute``, ``anonymous_per_minute`` (each
+anonymous client of the company's public dealer agents), ``anonymous_company_per_minute`` (all of them
+together; default ``company_per_minute``) and ``<action name>`` (calls per minute for that action and member,
+or for all anonymous callers together).
 """
 
 from __future__ import annotations
@@ -46,23 +48,39 @@ class LimitPlan:
             anonymous_per_minute=settings.rate_anonymous_per_minute,
         )
 
-    def rules_for(self, action: Action, principal: Principal, policies: list[Policy]) -> Iterator[LimitRule]:
-        """The limits that count this call, tightest policy value winning."""
+    def rules_for(
+        self, action: Action, principal: Principal, policies: list[Policy], owner: str | None = None
+    ) -> Iterator[LimitRule]:
+        """The limits that count this call, tightest policy value winning.
+
+        ``policies`` and ``owner`` are those of the company whose data the call reaches: for an anonymous
+        caller of a public dealer agent, the dealership's company, whose limits apply to it too (its own
+        client bucket, ``anonymous_per_minute``, and the company's ``company_per_minute`` and per-action limits).
+        """
         if principal.method == "internal":
-            return
-        if principal.anonymous:
-            yield LimitRule("anonymous", f"rl:anon:{principal.client_address or 'unknown'}", self.anonymous_per_minute)
             return
         overrides: dict[str, int] = {}
         for policy in policies:
             for key, value in policy.rate_limits.items():
                 overrides[key] = min(value, overrides.get(key, value))
+        if principal.anonymous:
+            client = principal.client_address or "unknown"
+            per_client = overrides.get("anonymous_per_minute", self.anonymous_per_minute)
+            yield LimitRule("anonymous", f"rl:anon:{client}", per_client)
+            if owner is not None:
+                yield LimitRule(
+                    "company", f"rl:c:{owner}", overrides.get("company_per_minute", self.company_per_minute)
+                )
+                if action.name in overrides:
+                    yield LimitRule("action", f"rl:anon-a:{owner}:{action.name}", overrides[action.name])
+            return
         company = principal.company_id or "-"
         member = f"{company}/{principal.member_id}"
         yield LimitRule("company", f"rl:c:{company}", overrides.get("company_per_minute", self.company_per_minute))
         yield LimitRule("member", f"rl:m:{member}", overrides.get("member_per_minute", self.member_per_minute))
-        per_action = overrides.get(action.name, overrides.get("action_per_minute", self.action_per_minute))
-        yield LimitRule("action", f"rl:a:{member}:{action.name}", per_action)
+        budget = action.budget  # an action's twins (aap.inventory.search for inventory.search) share one budget
+        per_action = overrides.get(budget, overrides.get("action_per_minute", self.action_per_minute))
+        yield LimitRule("action", f"rl:a:{member}:{budget}", per_action)
 
     @staticmethod
     def error(decision: RateDecision, rule: LimitRule) -> RateLimited:

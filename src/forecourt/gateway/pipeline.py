@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import time
@@ -37,7 +38,9 @@ from forecourt.errors import (
     UpstreamCredentialRejected,
 )
 from forecourt.gateway.adapter_runtime import AdapterConfigSource, Bulkhead, positive
+from forecourt.gateway.approvals import ApprovalGate
 from forecourt.gateway.audit import AuditWriter
+from forecourt.gateway.audit_record import call_record
 from forecourt.gateway.base import (
     Authenticator,
     CredentialProvider,
@@ -50,15 +53,19 @@ from forecourt.gateway.base import (
     RateLimiter,
     ResultCache,
 )
+from forecourt.gateway.client_address import ClientAddresses
+from forecourt.gateway.credentials.per_call import call_scope, scope_for
+from forecourt.gateway.errors import StoreUnavailable
 from forecourt.gateway.freshness import ChangeGenerations
 from forecourt.gateway.limits import LimitPlan
 from forecourt.gateway.number_bounds import check_number_bounds
 from forecourt.gateway.policy import Decision, TenancyCache, decide
-from forecourt.gateway.redact import PII_KEYS, canonical_json, digest, redact, redact_for_audit
-from forecourt.gateway.store_faults import STORE_UNAVAILABLE, StoreUnavailable
-from forecourt.gateway.telemetry import Metrics, parent_context
-from forecourt.gateway.validation import SchemaValidator
+from forecourt.gateway.redact import canonical_json, digest, redact
+from forecourt.gateway.store_faults import STORE_UNAVAILABLE
+from forecourt.gateway.telemetry import REQUEST_NOTE, Metrics, parent_context
+from forecourt.gateway.validation import SchemaValidator, accept_single_strings
 from forecourt.settings import Settings
+from forecourt.store.audit_context import PendingAudit, pending_audit
 from forecourt.store.base import AuditRecord, Store
 from forecourt.store.views import ReadOnlyStore
 
@@ -94,6 +101,7 @@ class _Call:
     error_code: str | None = None
     result_class: str = "ok"
     extra: dict[str, Any] = field(default_factory=dict)
+    audit_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 class Gateway:
@@ -132,12 +140,15 @@ class Gateway:
         self.adapter_configs = adapter_configs or AdapterConfigSource()
         self.limits = limits or LimitPlan.from_settings(settings)
         self.tenancy = TenancyCache(store)
+        self.client_addresses = ClientAddresses(settings.trusted_proxies)
         self._read_view = ReadOnlyStore(store)
         self.tenancy.on_invalidate.append(self.adapter_configs.invalidate)
         self.validator = SchemaValidator()
         self.clock = clock
         # Without a dispatcher feeding it the generations are never live: change-tracked actions run uncached.
         self.freshness = freshness or ChangeGenerations()
+        self.approvals: ApprovalGate | None = None
+        """Holds agents' calls that a policy's ``require_approval`` names (wired by bootstrap)."""
         self._bulkheads: dict[str, Bulkhead] = {}
         self.in_flight = 0
         self._idle = asyncio.Event()
@@ -217,14 +228,22 @@ class Gateway:
         if action is None:
             raise UnknownAction(details={"action": inv.action[:100]})
         call.action = action
-        if inv.claimed_type is not None and inv.claimed_type != action.type:
+        if inv.claimed_type is not None and inv.claimed_type not in (action.type, *action.also_types):
             raise InvalidParams("action.type does not match the action.", details={"expected": action.type})
         with self._span(call, "gateway.authenticate"):
             principal = await self._authenticate(inv, action)
         call.principal = principal
         call.company_id = principal.company_id
+        if (
+            call.company_id is None
+            and principal.method == "internal"
+            and isinstance(inv.payload.get("company_id"), str)
+        ):
+            # The operator acts above companies: its admin calls are audited under the company they concern.
+            call.company_id = str(inv.payload["company_id"])[:128]
         self._check_claims(inv, principal)
-        payload = dict(inv.payload)
+        payload = accept_single_strings(action.input_schema, dict(inv.payload))
+        inv = call.inv = self._addressed(action, payload, inv)
         with self._span(call, "gateway.validate"):
             self.validator.validate(action.input_schema, payload)
             check_number_bounds(payload)
@@ -237,7 +256,23 @@ class Gateway:
             await self._authorize(action, payload, principal, dealership, inv, call)
         with self._span(call, "gateway.rate_limit"):
             decision = await self._rate_limit(action, principal, call)
+        if self.approvals is not None and action.side_effect:
+            policies = await self.tenancy.policies(principal.company_id)
+            await self.approvals.check(action, payload, principal, call.dealership_id, policies, inv.surface)
         return await self._execute_guarded(call, action, payload, principal, dealership, decision)
+
+    @staticmethod
+    def _addressed(action: Action, payload: dict[str, Any], inv: Invocation) -> Invocation:
+        """Take ``dealership_id`` out of a payload whose own schema has none (the AAP skills): on every door it
+        addresses the call, as ``/dealers/{id}/...`` does on A2A, and the payload stays the protocol's own."""
+        if "dealership_id" not in payload or not action.addressed_separately:
+            return inv
+        addressed = payload.pop("dealership_id")
+        if not isinstance(addressed, str):
+            raise InvalidParams("dealership_id must be a string.", details={"field": "dealership_id"})
+        if inv.dealership_id is not None and inv.dealership_id != addressed:
+            raise InvalidParams("dealership_id does not match the addressed dealership.")
+        return dataclasses.replace(inv, dealership_id=addressed, payload=dict(payload))
 
     def _trace_id(self, inv: Invocation, span: trace.Span, caller_trace: bool) -> str:
         """The trace id the response and the audit record carry.
@@ -267,8 +302,9 @@ class Gateway:
         creds = inv.credentials
         has_creds = bool(creds.bearer or creds.client_cert_pem or creds.forwarded_cert)
         if not has_creds:
-            if inv.anonymous_dealership is not None:
-                return Principal(method="anonymous", company_id=None, member_id=None, client_address=creds.peer_address)
+            if inv.anonymous_dealership is not None or (action is not None and action.public):
+                client = self.client_addresses.of(creds)
+                return Principal(method="anonymous", company_id=None, member_id=None, client_address=client)
             raise Unauthorized()
         principal = await self.authenticator.authenticate(creds, inv.company_context)
         if principal is None:
@@ -334,8 +370,9 @@ class Gateway:
             raise decision.error
 
     async def _rate_limit(self, action: Action, principal: Principal, call: _Call) -> RateDecision | None:
-        policies = await self.tenancy.policies(principal.company_id)
-        rules = list(self.limits.rules_for(action, principal, policies))
+        owner = principal.company_id or call.company_id  # an anonymous call counts against the agent's company
+        policies = await self.tenancy.policies(owner)
+        rules = list(self.limits.rules_for(action, principal, policies, owner))
         decisions = await self.rate_limiter.hit_many([(r.key, r.limit, r.window_s) for r in rules])
         tightest: RateDecision | None = None
         for rule, decision in zip(rules, decisions, strict=True):
@@ -439,12 +476,13 @@ class Gateway:
         principal: Principal,
         dealership: Dealership | None,
     ) -> AdapterResult:
-        adapter = self.catalogue.adapter_for(action)
-        if adapter is None:
+        handler = self.catalogue.handler_for(action)
+        if handler is None:
             raise InternalError()
         company_id = principal.company_id or (dealership.company_id if dealership else None)
         config = await self.adapter_configs.resolve(self.store, action.adapter, company_id)
-        credential = await self._credential(call, action, company_id, config)
+        with call_scope(scope_for(action.name, company_id, payload, call.trace_id, config)):  # per-call credentials
+            credential = await self._credential(call, action, company_id, config)
         ctx = ExecutionContext(
             action=action,
             principal=principal,
@@ -459,14 +497,20 @@ class Gateway:
             invoke=self._invoker_for(call.inv, principal),
             idempotency_key=call.inv.idempotency_key,
             dealership=dealership,
+            session_id=call.inv.session_id,
         )
         timeout_s, concurrency = self._limits(action, config)
         bulkhead = self._bulkhead(action.adapter, concurrency)
+        pending = None
+        if action.side_effect:
+            pending = pending_audit.set(
+                PendingAudit(lambda: self._record(call, time.perf_counter() - call.started, committed=True))
+            )
         with self._span(call, f"adapter.{action.adapter}"):
             try:
                 async with asyncio.timeout(timeout_s):
                     async with bulkhead:
-                        result = await adapter.execute(payload, ctx)
+                        result = await handler(payload, ctx)
             except TimeoutError as exc:
                 raise Timeout(details={"timeout_s": timeout_s}) from exc
             except UpstreamCredentialRejected:
@@ -474,6 +518,8 @@ class Gateway:
                     self.credentials.rejected(action.adapter, config, credential)  # the next call gets a fresh one
                 raise
             finally:
+                if pending is not None:
+                    pending_audit.reset(pending)
                 if action.side_effect:
                     # Even a failed write may have committed: this process's cached reads move on at once.
                     self.freshness.changed_locally(dealership.id if dealership else None)
@@ -556,6 +602,8 @@ class Gateway:
         call.status = exc.http_status
         call.error_code = exc.code
         call.result_class = "denied" if exc.http_status in (401, 403, 429) else "error"
+        if exc.code == "approval.pending":
+            call.result_class = "pending"  # held for a person's approval (gateway/approvals.py)
         if call.result_class == "denied":
             reason = str(call.extra.get("denial") or exc.code)
             self.metrics.denials.labels(reason, call.action.name if call.action else "unknown").inc()
@@ -572,29 +620,39 @@ class Gateway:
         company = call.company_id or "-"
         self.metrics.calls.labels(name, adapter, company, model, str(call.status)).inc()
         self.metrics.duration.labels(name, adapter, company, model).observe(duration)
-        redact_keys = PII_KEYS
+        note = REQUEST_NOTE.get()
+        if note is not None:  # the HTTP access log names the company and the trace
+            note.company, note.trace_id = call.company_id, call.trace_id
+        self.audit.record(self._record(call, duration))
+
+    def _record(self, call: _Call, duration_s: float, *, committed: bool = False) -> AuditRecord:
+        """The call's audit record; ``committed``: as its effect's own transaction commits (a success so far)."""
+        extra: tuple[str, ...] = ()
         if call.company_id is not None:
-            extra = {f.lower() for p in self.tenancy.cached_policies(call.company_id) for f in p.redact_fields}
-            if extra:
-                redact_keys = PII_KEYS | extra
-        payload = dict(call.inv.payload) if action else {}
-        self.audit.record(
-            AuditRecord(
-                id=uuid.uuid4().hex,
-                company_id=call.company_id,
-                dealership_id=call.dealership_id,
-                member_id=call.principal.member_id if call.principal else None,
-                action=name if action else call.inv.action[:100],
-                action_type=action.type if action else "-",
-                args_digest=digest(payload),
-                args_redacted=redact_for_audit(payload, action.input_schema if action else None, redact_keys),
-                result_class=call.result_class,
-                status_code=call.status,
-                error_code=call.error_code,
-                duration_ms=round(duration * 1000, 3),
-                trace_id=call.trace_id,
-                surface=call.inv.surface,
-                processed_by=self.settings.instance_name,
-                occurred_at=self.clock(),
-            )
+            extra = tuple(f for p in self.tenancy.cached_policies(call.company_id) for f in p.redact_fields)
+        return call_record(
+            record_id=call.audit_id,
+            member_id=_audit_member(call.principal),
+            inv=call.inv,
+            action=call.action,
+            principal=call.principal,
+            company_id=call.company_id,
+            dealership_id=call.dealership_id,
+            status=200 if committed else call.status,
+            error_code=None if committed else call.error_code,
+            result_class="ok" if committed else call.result_class,
+            duration_s=duration_s,
+            trace_id=call.trace_id,
+            processed_by=self.settings.instance_name,
+            extra_redactions=extra,
+            clock=self.clock,
         )
+
+
+def _audit_member(principal: Principal | None) -> str | None:
+    """Who the audit record names: the member, or ``operator`` for the operator (command line or operator key)."""
+    if principal is None:
+        return None
+    if principal.member_id is None and principal.method == "internal" and principal.subject == "operator":
+        return "operator"
+    return principal.member_id

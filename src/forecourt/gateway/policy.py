@@ -25,6 +25,7 @@ from forecourt.errors import (
     UnknownAction,
 )
 from forecourt.gateway.base import Principal
+from forecourt.gateway.overlay import overlaid
 from forecourt.store.base import Store
 
 
@@ -137,10 +138,15 @@ def decide(
         return _deny(UnknownAction(details={"action": action.name[:100]}), "owner")
     if action.side_effect and not allow_side_effects:
         return _deny(SideEffectsNotAllowed(), "meta_side_effects")
+    if action.public and not action.side_effect:
+        return _ALLOW  # public metadata (agent cards): the same for everyone, credential or not
     if principal.anonymous:
         anonymous = _anonymous_decision(action, dealership)
         return anonymous if not anonymous.allowed else _policy_decision(action, payload or {}, policies)
     if principal.method == "internal":
+        # An operator key over the wire administers tenants; dealer data stays with the dealers' own members.
+        if principal.key_prefix is not None and action.domain != "admin":
+            return _deny(Forbidden("An operator key may run admin actions only."), "operator_scope")
         return _ALLOW
     member_decision = _member_decision(action, principal)
     if not member_decision.allowed:
@@ -193,6 +199,9 @@ class TenancyCache:
         """The company's policies (empty for anonymous and internal callers)."""
         if company_id is None:
             return []
+        proposed = overlaid(company_id)
+        if proposed is not None:
+            return proposed
         hit = self._policies.get(company_id)
         now = self._clock()
         if hit is not None and hit[0] > now:
@@ -202,8 +211,30 @@ class TenancyCache:
         self._policies[company_id] = (now + self._ttl, found)
         return found
 
+    async def dealership_ids(self, company_id: str) -> list[str]:
+        """The ids of a company's dealerships (read each time: used when a stream opens, not per call)."""
+        async with self._store.read() as uow:
+            return [d.id for d in await uow.tenancy.list_dealerships(company_id)]
+
+    async def oidc_issuers(self) -> list[str]:
+        """Every company's configured OIDC issuer (read each time; callers cache)."""
+        async with self._store.read() as uow:
+            companies = await uow.tenancy.list_companies()
+        return sorted({c.oidc_issuer for c in companies if c.oidc_issuer})
+
+    async def company_issuers(self, company_id: str) -> list[str] | None:
+        """The company's own OIDC issuer, as a list (``None`` when there is no such company; callers cache)."""
+        async with self._store.read() as uow:
+            company = await uow.tenancy.get_company(company_id)
+        if company is None:
+            return None
+        return [company.oidc_issuer] if company.oidc_issuer else []
+
     def cached_policies(self, company_id: str) -> list[Policy]:
         """Policies already loaded for ``company_id`` (no I/O; empty when not loaded yet)."""
+        proposed = overlaid(company_id)
+        if proposed is not None:
+            return proposed
         hit = self._policies.get(company_id)
         return hit[1] if hit is not None else []
 

@@ -17,9 +17,24 @@ PII_KEYS = frozenset(
         "first_name", "last_name", "full_name", "name", "email", "phone", "mobile", "address", "street",
         "postal_code", "zip", "message", "comments", "customer", "contact", "date_of_birth", "dob", "ssn",
         "drivers_license", "input", "prompt", "messages", "text", "query", "api_key", "password", "token",
-        "secret", "authorization",
+        "secret", "authorization", "notes", "note", "consent_text", "description", "comment", "reason", "body",
+        "instructions", "summary",
     }
 )  # fmt: skip
+_IDENTIFIER_MAX = 64
+
+
+def _free_text(value: str, schema: Mapping[str, Any]) -> bool:
+    """Whether a string is free text (whatever a person wrote), not an identifier, a code or a time.
+
+    A value one of the schema's ``enum`` or its ``const`` is kept; so is a short value without whitespace (ids,
+    VINs, codes, times). Anything else may carry what a customer wrote about themselves (a refused call's
+    value included, whatever its schema says it should have been).
+    """
+    enum = schema.get("enum")
+    if (isinstance(enum, list) and value in enum) or ("const" in schema and schema["const"] == value):
+        return False
+    return len(value) > _IDENTIFIER_MAX or any(c.isspace() for c in value)
 
 
 def canonical_json(value: Any) -> bytes:
@@ -52,11 +67,14 @@ def redact_for_audit(value: Any, schema: Mapping[str, Any] | None, keys: frozens
     A caller can put anything in a payload the schema rejects (``{"bogus": "jane@example.com"}``); an
     audit record keeps only declared keys (counted under ``[unexpected]`` otherwise), so a failed call
     cannot smuggle personal data into the audit trail. Objects whose schema declares no ``properties``
-    are redacted by key name only.
+    are redacted by key name only. Free text (see :func:`_free_text`: appointment notes, consent text, a
+    message under any name) is redacted whatever its key.
     """
     if depth > 32:
         return REDACTED
     sub_schema: Mapping[str, Any] = schema if isinstance(schema, Mapping) else {}
+    if sub_schema.get("x-audit") == "size" and isinstance(value, str):
+        return f"[{len(value)} characters]"  # bulk input (an uploaded feed): its size, not its content
     if isinstance(value, dict):
         props = sub_schema.get("properties")
         declared: Mapping[str, Any] | None = props if isinstance(props, Mapping) and props else None
@@ -78,4 +96,6 @@ def redact_for_audit(value: Any, schema: Mapping[str, Any] | None, keys: frozens
         return [
             redact_for_audit(v, items if isinstance(items, Mapping) else None, keys, depth=depth + 1) for v in value
         ]
+    if isinstance(value, str) and _free_text(value, sub_schema):
+        return REDACTED
     return value

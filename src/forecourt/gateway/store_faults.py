@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 
-from forecourt.errors import ForecourtError
-
 STORE_UNAVAILABLE: tuple[type[BaseException], ...] = (
     OperationalError,
     InterfaceError,
@@ -19,13 +17,3 @@ STORE_UNAVAILABLE: tuple[type[BaseException], ...] = (
     ConnectionError,
 )
 """Driver and pool errors that mean the database cannot be reached right now (not that the query was wrong)."""
-
-
-class StoreUnavailable(ForecourtError):
-    """The database is unreachable; nothing was changed, retry shortly."""
-
-    code = "store.unavailable"
-    http_status = 503
-    jsonrpc_code = -32000
-    retryable = True
-    default_message = "The service's database is unavailable; try again shortly."

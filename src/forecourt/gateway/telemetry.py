@@ -9,6 +9,7 @@ import logging
 import random
 import re
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,14 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, ParentBased, Sampler, SamplingResult
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
+    ALWAYS_ON,
+    ParentBased,
+    Sampler,
+    SamplingResult,
+    TraceIdRatioBased,
+)
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, TraceFlags, TraceState
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util.types import Attributes
@@ -30,9 +38,19 @@ logger = logging.getLogger(__name__)
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
+_HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 120.0)
+_RTT_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+
+
 @dataclass
 class Metrics:
-    """Every metric Forecourt exports."""
+    """Every metric Forecourt exports.
+
+    Under ``forecourt serve --workers N`` prometheus-client runs in multiprocess mode (values in memory-mapped
+    files in ``PROMETHEUS_MULTIPROC_DIR``) and ``/metrics`` adds the workers up; each gauge says how
+    (``multiprocess_mode``): ``livesum`` for per-process quantities, ``livemax``/``livemostrecent`` for values
+    every process reads from the same place (the database's backlogs).
+    """
 
     registry: CollectorRegistry
     calls: Counter
@@ -46,6 +64,25 @@ class Metrics:
     audit_write_failures: Counter
     outbox_lag: Gauge
     deliveries: Counter
+    build_info: Gauge
+    http_requests: Counter
+    http_duration: Histogram
+    sse_streams: Gauge
+    draining: Gauge
+    workers: Gauge
+    process_cpu: Counter
+    process_memory: Gauge
+    process_open_fds: Gauge
+    process_start_time: Gauge
+    gc_collections: Counter
+    event_loop_lag: Histogram
+    db_pool: Gauge
+    db_roundtrip: Histogram
+    redis_roundtrip: Histogram
+    redis_up: Gauge
+    delivery_backlog: Gauge
+    certificate_expiry: Gauge
+    client_faults: Counter
 
 
 def build_metrics() -> Metrics:
@@ -67,12 +104,110 @@ def build_metrics() -> Metrics:
         rate_limited=Counter("forecourt_rate_limited", "Rate-limit rejections", ["scope"], registry=reg),
         cache_hits=Counter("forecourt_cache_hits", "Result cache hits", ["action"], registry=reg),
         model_tokens=Counter("forecourt_model_tokens", "Tokens used by model calls", ["model"], registry=reg),
-        audit_buffered=Gauge("forecourt_audit_buffered", "Audit records waiting to be written", registry=reg),
+        audit_buffered=Gauge(
+            "forecourt_audit_buffered", "Audit records waiting to be written", registry=reg, multiprocess_mode="livesum"
+        ),
         audit_written=Counter("forecourt_audit_written", "Audit records written", registry=reg),
         audit_write_failures=Counter("forecourt_audit_write_failures", "Failed audit batch writes", registry=reg),
-        outbox_lag=Gauge("forecourt_outbox_lag_events", "Outbox events not yet dispatched", registry=reg),
+        outbox_lag=Gauge(
+            "forecourt_outbox_lag_events",
+            "Outbox events this process has not dispatched yet (the worst process)",
+            registry=reg,
+            multiprocess_mode="livemax",
+        ),
         deliveries=Counter("forecourt_deliveries", "Outbound deliveries", ["kind", "result"], registry=reg),
+        client_faults=Counter(
+            "forecourt_client_faults", "Malformed requests refused by a front door", ["surface", "kind"], registry=reg
+        ),
+        build_info=Gauge(
+            "forecourt_build_info",
+            "Always 1: the running version",
+            ["version", "python"],
+            registry=reg,
+            multiprocess_mode="livemax",
+        ),
+        http_requests=Counter(
+            "forecourt_http_requests", "HTTP requests by front door and status", ["door", "status"], registry=reg
+        ),
+        http_duration=Histogram(
+            "forecourt_http_request_duration_seconds",
+            "HTTP request duration by front door (SSE streams: until the stream ends)",
+            ["door"],
+            buckets=_HTTP_BUCKETS,
+            registry=reg,
+        ),
+        sse_streams=Gauge(
+            "forecourt_sse_streams", "Open server-sent-event streams", registry=reg, multiprocess_mode="livesum"
+        ),
+        draining=Gauge(
+            "forecourt_draining", "1 while the process drains after SIGTERM", registry=reg, multiprocess_mode="livemax"
+        ),
+        workers=Gauge("forecourt_workers", "Live worker processes", registry=reg, multiprocess_mode="livesum"),
+        process_cpu=Counter("process_cpu_seconds", "User and system CPU time spent, all workers", registry=reg),
+        process_memory=Gauge(
+            "process_resident_memory_bytes", "Resident memory, all workers", registry=reg, multiprocess_mode="livesum"
+        ),
+        process_open_fds=Gauge(
+            "process_open_fds", "Open file descriptors, all workers", registry=reg, multiprocess_mode="livesum"
+        ),
+        process_start_time=Gauge(
+            "process_start_time_seconds",
+            "Start time of the oldest worker (Unix seconds)",
+            registry=reg,
+            multiprocess_mode="livemin",
+        ),
+        gc_collections=Counter(
+            "python_gc_collections", "Garbage collections by generation", ["generation"], registry=reg
+        ),
+        event_loop_lag=Histogram(
+            "forecourt_event_loop_lag_seconds",
+            "How late the event loop ran a timer (a busy or blocked loop)",
+            buckets=_RTT_BUCKETS,
+            registry=reg,
+        ),
+        db_pool=Gauge(
+            "forecourt_db_pool_connections",
+            "Database pool connections by state (checked_out, idle, overflow, size)",
+            ["state"],
+            registry=reg,
+            multiprocess_mode="livesum",
+        ),
+        db_roundtrip=Histogram(
+            "forecourt_db_roundtrip_seconds", "Database ping round trip", buckets=_RTT_BUCKETS, registry=reg
+        ),
+        redis_roundtrip=Histogram(
+            "forecourt_redis_roundtrip_seconds", "Redis PING round trip", buckets=_RTT_BUCKETS, registry=reg
+        ),
+        redis_up=Gauge(
+            "forecourt_redis_up", "1 when Redis answered the last ping", registry=reg, multiprocess_mode="livemin"
+        ),
+        delivery_backlog=Gauge(
+            "forecourt_delivery_backlog",
+            "Outbound deliveries not delivered, by status (pending, retrying, failed)",
+            ["status"],
+            registry=reg,
+            multiprocess_mode="livemostrecent",
+        ),
+        certificate_expiry=Gauge(
+            "forecourt_certificate_expiry_timestamp_seconds",
+            "When a certificate Forecourt serves with expires (Unix seconds), by kind (server)",
+            ["kind"],
+            registry=reg,
+            multiprocess_mode="livemin",
+        ),
     )
+
+
+@dataclass
+class RequestNote:
+    """What the gateway tells the HTTP access log about the request it runs in."""
+
+    company: str | None = None
+    trace_id: str | None = None
+
+
+REQUEST_NOTE: ContextVar[RequestNote | None] = ContextVar("forecourt_request_note", default=None)
+"""Set by the access-log middleware for each HTTP request; the gateway fills it in (one lookup per call)."""
 
 
 class ExportAwareSampler(Sampler):
@@ -82,12 +217,12 @@ class ExportAwareSampler(Sampler):
     Until :meth:`enable` is called (by :func:`configure_tracing` with an OTLP endpoint, or by
     :func:`add_span_processor`) spans are not recorded, yet they still carry valid trace ids, so an
     incoming ``traceparent`` is continued and logs and audit records name the trace. Once enabled it
-    samples like ``ParentBased(ALWAYS_ON)``.
+    samples as the configured sampler does (``OTEL_TRACES_SAMPLER``/``_ARG``; default ``ParentBased(ALWAYS_ON)``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, sampler: Sampler | None = None) -> None:
         self.enabled = False
-        self._on = ParentBased(ALWAYS_ON)
+        self._on = sampler or ParentBased(ALWAYS_ON)
 
     def enable(self) -> None:
         """Start recording spans."""
@@ -146,16 +281,68 @@ _provider: TracerProvider | None = None
 _sampler: ExportAwareSampler | None = None
 
 
+def configured_sampler(settings: Settings) -> Sampler:
+    """The sampler named by ``OTEL_TRACES_SAMPLER`` and ``OTEL_TRACES_SAMPLER_ARG`` (through Settings)."""
+    name = settings.otel_traces_sampler.strip().lower()
+    ratio = min(max(settings.otel_traces_sampler_arg, 0.0), 1.0)
+    base: Sampler
+    inner = name.removeprefix("parentbased_")
+    if inner == "always_off":
+        base = ALWAYS_OFF
+    elif inner == "traceidratio":
+        base = TraceIdRatioBased(ratio)
+    else:
+        if inner != "always_on":
+            logger.warning("unknown OTEL_TRACES_SAMPLER %r; sampling every trace", name[:40])
+        base = ALWAYS_ON
+    return ParentBased(base) if name.startswith("parentbased_") else base
+
+
+def otel_resource(settings: Settings) -> Resource:
+    """``service.name`` and ``OTEL_RESOURCE_ATTRIBUTES`` (through Settings), plus the instance and version."""
+    attributes: dict[str, str] = {}
+    for pair in settings.otel_resource_attributes.split(","):
+        key, sep, value = pair.partition("=")
+        if sep and key.strip():
+            attributes[key.strip()] = value.strip()
+    attributes.setdefault("service.instance.id", settings.instance_name)
+    attributes.setdefault("service.version", forecourt_version())
+    attributes["service.name"] = settings.otel_service_name
+    # Resource.get_empty, not Resource.create: Settings already read the standard variables.
+    return Resource.get_empty().merge(Resource(attributes))
+
+
+def otlp_url(settings: Settings, signal: str) -> str | None:
+    """Where ``signal`` (``traces``, ``metrics``, ``logs``) is exported, or ``None`` when it is not."""
+    if signal == "traces" and settings.otlp_endpoint:
+        return settings.otlp_endpoint
+    base = settings.otel_exporter_otlp_endpoint
+    if not base:
+        return None
+    return f"{base.rstrip('/')}/v1/{signal}"
+
+
+def forecourt_version() -> str:
+    """The installed Forecourt version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("forecourt")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "0+unknown"
+
+
 def configure_tracing(settings: Settings) -> trace.Tracer:
     """The tracer; installs an SDK provider once per process (with OTLP export when configured)."""
     global _provider, _sampler
     if _provider is None:
-        _sampler = ExportAwareSampler()
-        _provider = _TracerCachingProvider(resource=Resource.create({"service.name": "forecourt"}), sampler=_sampler)
-        if settings.otlp_endpoint:
+        _sampler = ExportAwareSampler(configured_sampler(settings))
+        _provider = _TracerCachingProvider(resource=otel_resource(settings), sampler=_sampler)
+        url = otlp_url(settings, "traces")
+        if url:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-            _provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=settings.otlp_endpoint)))
+            _provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url)))
             _sampler.enable()
             logger.info("OTLP trace export enabled")
         trace.set_tracer_provider(_provider)

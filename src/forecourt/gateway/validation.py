@@ -81,3 +81,40 @@ class SchemaValidator:
             f"The {what} is invalid at {first['path']} ({first['rule']}).",
             details={"errors": problems, "error_count": len(errors)},
         )
+
+
+def _is_string_list(schema: Any) -> bool:
+    if not isinstance(schema, Mapping):
+        return False
+    if schema.get("type") == "array":
+        items = schema.get("items")
+        return isinstance(items, Mapping) and items.get("type") == "string"
+    return any(_is_string_list(s) for s in (schema.get("anyOf") or schema.get("oneOf") or ()))
+
+
+def accept_single_strings(schema: Mapping[str, Any], instance: Any) -> Any:
+    """``instance`` with a lone string put in a list wherever ``schema`` expects a list of strings.
+
+    Callers write ``"make": "Toyota"`` as often as ``"make": ["Toyota"]``; every action, on every front door,
+    accepts both because the gateway applies this once, before validation. Nested objects and lists of
+    objects are followed; anything else is returned as it is (validation then judges it).
+    """
+    if isinstance(instance, str) and _is_string_list(schema):
+        return [instance]
+    if isinstance(instance, Mapping) and schema.get("type") == "object":
+        properties = schema.get("properties")
+        if not isinstance(properties, Mapping):
+            return instance
+        changed = {
+            key: accept_single_strings(properties[key], value)
+            for key, value in instance.items()
+            if key in properties and isinstance(properties[key], Mapping)
+        }
+        if all(changed[k] is instance[k] for k in changed):
+            return instance
+        return {**instance, **changed}
+    if isinstance(instance, list) and schema.get("type") == "array" and isinstance(schema.get("items"), Mapping):
+        items = schema["items"]
+        converted = [accept_single_strings(items, value) for value in instance]
+        return instance if all(a is b for a, b in zip(converted, instance, strict=True)) else converted
+    return instance

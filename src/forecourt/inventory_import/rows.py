@@ -1,28 +1,36 @@
-"""Validating raw feed records into typed vehicle values, rejecting bad rows with a reason."""
+"""Validating raw feed records into typed vehicle values, rejecting bad rows with every reason found."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from forecourt.domain.vehicle import Condition
-from forecourt.domain.vin import VinError, normalize_vin
+from forecourt.domain.errors import VinError
+from forecourt.domain.vehicle import Condition, VehicleStatus
+from forecourt.domain.vin import normalize_vin
+from forecourt.inventory_import.errors import FieldError
 from forecourt.inventory_import.reader import RawRecord
-from forecourt.inventory_import.report import RejectedRow
+from forecourt.inventory_import.report import RejectedRow, RowError
 from forecourt.inventory_import.values import (
-    FieldError,
     normalize_vocab,
     parse_condition,
+    parse_date,
+    parse_distance_unit,
     parse_mileage,
     parse_price,
     parse_status,
     parse_year,
     split_photos,
     text,
+    value_class,
 )
 
 _TEXT_FIELDS = ("stock", "make", "model", "trim", "exterior_color", "interior_color", "engine", "description")
 _VOCAB_FIELDS = ("body", "transmission", "fuel", "driveline")
+
+Parser = Callable[[Any, str, int], Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,45 +42,114 @@ class FeedRow:
     values: dict[str, Any]
 
 
-def _required(record: RawRecord, name: str) -> Any:
-    value = record.values.get(name)
-    if value is None or not text(value):
-        raise FieldError("missing_field", name, f"required field {name} is empty")
-    return value
-
-
-def _parse(record: RawRecord, vin: str, currency: str, year_max: int) -> dict[str, Any]:
-    values: dict[str, Any] = {"vin": vin}
-    values["year"] = parse_year(_required(record, "year"), year_max)
-    values["make"] = text(_required(record, "make"))
-    values["model"] = text(_required(record, "model"))
-    condition = parse_condition(_required(record, "condition"))
-    values["condition"] = condition
-    price = parse_price(_required(record, "price"), currency)
+def _positive_price(value: Any, currency: str, year_max: int) -> Any:
+    del year_max
+    price = parse_price(value, currency)
     if price.amount_minor <= 0:
         raise FieldError("bad_price", "price", "price must be greater than zero")
-    values["price"] = price
-    raw = record.values
+    return price
+
+
+def _year(value: Any, currency: str, year_max: int) -> int:
+    del currency
+    return parse_year(value, year_max)
+
+
+def _text(value: Any, currency: str, year_max: int) -> str:
+    del currency, year_max
+    return text(value)
+
+
+def _condition(value: Any, currency: str, year_max: int) -> Condition:
+    del currency, year_max
+    return parse_condition(value)
+
+
+_REQUIRED: tuple[tuple[str, Parser], ...] = (
+    ("year", _year), ("make", _text), ("model", _text), ("condition", _condition), ("price", _positive_price),
+)  # fmt: skip
+
+
+class _Row:
+    """The values and errors of one record being parsed."""
+
+    __slots__ = ("errors", "raw", "record", "values")
+
+    def __init__(self, record: RawRecord, vin: str) -> None:
+        self.record = record
+        self.raw = record.values
+        self.values: dict[str, Any] = {"vin": vin}
+        self.errors: list[RowError] = []
+
+    def fail(self, exc: FieldError, name: str) -> None:
+        self.errors.append(_error(self.record, exc.code, exc.reason, exc.field or name, self.raw.get(name)))
+
+    def take(self, name: str, parse: Callable[[Any], Any], target: str | None = None) -> None:
+        try:
+            self.values[target or name] = parse(self.raw[name])
+        except FieldError as exc:
+            self.fail(exc, name)
+
+
+def _error(record: RawRecord, code: str, reason: str, name: str | None, value: Any) -> RowError:
+    return RowError(
+        line=record.line, code=code, reason=reason, column=record.column(name), field=name,
+        value_class=value_class(value),
+    )  # fmt: skip
+
+
+def _parse(record: RawRecord, vin: str, currency: str, year_max: int) -> _Row:
+    row = _Row(record, vin)
+    raw, values = row.raw, row.values
+    for name, parse in _REQUIRED:
+        value = raw.get(name)
+        if value is None or not text(value):
+            row.errors.append(_error(record, "missing_field", f"required field {name} is empty", name, value))
+            continue
+        try:
+            values[name] = parse(value, currency, year_max)
+        except FieldError as exc:
+            row.fail(exc, name)
+    _optional(row, currency)
+    for name in _TEXT_FIELDS:
+        if name in raw:
+            values[name] = text(raw[name])
+    for name in _VOCAB_FIELDS:
+        if name in raw:
+            values[name] = normalize_vocab(name, raw[name])
+    return row
+
+
+def _optional(row: _Row, currency: str) -> None:
+    raw, values = row.raw, row.values
     for name in ("msrp", "list_price"):
         if name in raw:
-            values[name] = parse_price(raw[name], currency, name)
+            row.take(name, partial(parse_price, currency=currency, field=name))
+    unit = "mi"
+    if "mileage_unit" in raw:
+        try:
+            unit = parse_distance_unit(raw["mileage_unit"])
+        except FieldError as exc:
+            row.fail(exc, "mileage_unit")
     if "mileage" in raw:
-        values["mileage"] = parse_mileage(raw["mileage"])
-    elif condition is not Condition.NEW:
-        raise FieldError("missing_field", "mileage", "mileage is required for a used vehicle")
+        row.take("mileage", partial(parse_mileage, default_unit=unit))
+    elif "mileage_km" in raw:
+        row.take("mileage_km", partial(parse_mileage, default_unit="km"), "mileage")
+    elif values.get("condition", Condition.USED) is not Condition.NEW:
+        reason = "mileage is required for a used vehicle"
+        row.errors.append(_error(row.record, "missing_field", reason, "mileage", None))
     if "status" in raw:
-        values["status"] = parse_status(raw["status"])
+        row.take("status", parse_status)
+    if "sold_at" in raw and values.get("status") is VehicleStatus.SOLD:
+        row.take("sold_at", partial(parse_date, field="sold_at"))
     if "photo_urls" in raw:
-        values["photos"] = split_photos(raw["photo_urls"])
+        row.take("photo_urls", split_photos, "photos")
     if "vdp_url" in raw and text(raw["vdp_url"]).lower().startswith(("https://", "http://")):
         values["vdp_url"] = text(raw["vdp_url"])
-    values.update({name: text(raw[name]) for name in _TEXT_FIELDS if name in raw})
-    values.update({name: normalize_vocab(name, raw[name]) for name in _VOCAB_FIELDS if name in raw})
-    return values
 
 
 def parse_record(record: RawRecord, *, currency: str, year_max: int) -> FeedRow | RejectedRow:
-    """The typed values of one record, or why it is rejected (bad VIN first, then the first bad field).
+    """The typed values of one record, or why it is rejected (every bad field, the VIN first).
 
     Args:
         record: The raw record.
@@ -80,16 +157,17 @@ def parse_record(record: RawRecord, *, currency: str, year_max: int) -> FeedRow 
         year_max: Newest model year accepted.
     """
     raw_vin = text(record.values.get("vin"))
+    vin: str | None = None
+    vin_error: RowError | None = None
     if not raw_vin:
-        return RejectedRow(line=record.line, code="missing_field", field="vin", reason="required field vin is empty")
-    try:
-        vin = normalize_vin(raw_vin)
-    except VinError as exc:
-        return RejectedRow(
-            line=record.line, code=f"invalid_vin.{exc.reason}", field="vin", reason=f"invalid VIN: {exc}", vin=raw_vin
-        )
-    try:
-        values = _parse(record, vin, currency, year_max)
-    except FieldError as exc:
-        return RejectedRow(line=record.line, code=exc.code, field=exc.field, reason=exc.reason, vin=vin)
-    return FeedRow(record.line, vin, values)
+        vin_error = _error(record, "missing_field", "required field vin is empty", "vin", None)
+    else:
+        try:
+            vin = normalize_vin(raw_vin)
+        except VinError as exc:
+            vin_error = _error(record, f"invalid_vin.{exc.reason}", f"invalid VIN: {exc}", "vin", raw_vin)
+    row = _parse(record, vin or raw_vin, currency, year_max)
+    errors = [vin_error, *row.errors] if vin_error else row.errors
+    if errors:
+        return RejectedRow.of(errors, vin=(vin or raw_vin) or None)
+    return FeedRow(record.line, vin or raw_vin, row.values)

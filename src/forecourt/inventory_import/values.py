@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from typing import Any
 
 from forecourt.domain.measure import Measure
-from forecourt.domain.money import Money
+from forecourt.domain.money import Money, currency_exponent
 from forecourt.domain.vehicle import Condition, VehicleStatus
+from forecourt.inventory_import.construct import construct
+from forecourt.inventory_import.errors import FieldError
 
-
-class FieldError(ValueError):
-    """A cell could not be parsed; ``code`` is the stable rejection code."""
-
-    def __init__(self, code: str, field: str, reason: str) -> None:
-        self.code = code
-        self.field = field
-        self.reason = reason
-        super().__init__(reason)
-
-
+_ISO_CURRENCY = re.compile(r"^[A-Z]{3}$")
 _AMOUNT = re.compile(r"^(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")
 _CURRENCY_MARKS = ("US$", "$", "€", "£", "¥")
 _MILEAGE = re.compile(r"^(?P<num>[\d,]+(?:\.\d+)?)\s*(?P<unit>mi|miles?|km|kms|kilometers?|kilometres?)?\.?$", re.I)
@@ -61,6 +55,8 @@ _EXACT_VOCAB: dict[str, dict[str, str]] = {"fuel": {"ev": "electric", "g": "gas"
 
 def text(value: Any) -> str:
     """A cell as stripped text (``None`` → ``""``); numbers are written without a trailing ``.0``."""
+    if type(value) is str:
+        return " ".join(value.split())
     if value is None:
         return ""
     if isinstance(value, float) and value.is_integer():
@@ -75,8 +71,20 @@ def parse_price(value: Any, currency: str, field: str = "price") -> Money:
         FieldError: ``bad_price`` for text that is not an amount, a negative amount, or more decimals
             than the currency has.
     """
+    if type(value) is str:
+        return _parse_text_price(value, currency, field)
     if isinstance(value, dict) and "amount" in value:
         return parse_price(value["amount"], str(value.get("currency") or currency), field)
+    return _parse_price(value, currency, field)
+
+
+@lru_cache(maxsize=65_536)
+def _parse_text_price(value: str, currency: str, field: str) -> Money:
+    """Prices repeat across a feed (and Money is immutable), so parsed text prices are memoised."""
+    return _parse_price(value, currency, field)
+
+
+def _parse_price(value: Any, currency: str, field: str) -> Money:
     if isinstance(value, bool):
         raise FieldError("bad_price", field, f"{field} is not an amount")
     if isinstance(value, (int, float)):
@@ -87,8 +95,14 @@ def parse_price(value: Any, currency: str, field: str = "price") -> Money:
         raw = raw.removeprefix(mark).removesuffix(mark).strip()
     if not _AMOUNT.fullmatch(raw):
         raise FieldError("bad_price", field, f"{field} is not an amount in {currency}")
+    amount = Decimal(raw.replace(",", ""))
+    if _ISO_CURRENCY.fullmatch(currency):
+        scaled = amount.scaleb(currency_exponent(currency))
+        if scaled == scaled.to_integral_value():
+            # The amount and the currency are checked above: the model's own checks would only repeat them.
+            return construct(Money, {"amount_minor": int(scaled), "currency": currency})
     try:
-        return Money.from_major(Decimal(raw.replace(",", "")), currency)
+        return Money.from_major(amount, currency)
     except (ValueError, InvalidOperation) as exc:
         raise FieldError("bad_price", field, f"{field} has more decimal places than {currency} allows") from exc
 
@@ -112,17 +126,54 @@ def _integer(value: Any, field: str) -> int:
     return int(number)
 
 
-def parse_mileage(value: Any) -> Measure:
-    """Odometer reading: ``12345``, ``"12,345 mi"``, ``"20000 km"`` or ``{"value": 12345, "unit": "mi"}``."""
+def parse_mileage(value: Any, default_unit: str = "mi") -> Measure:
+    """Odometer reading: ``12345``, ``"12,345 mi"``, ``"20000 km"`` or ``{"value": 12345, "unit": "mi"}``.
+
+    A reading without a unit is in ``default_unit`` (``mi`` or ``km``).
+    """
     if isinstance(value, dict) and "value" in value:
-        unit = "km" if text(value.get("unit")).lower().startswith("k") else "mi"
+        unit = "km" if text(value.get("unit") or default_unit).lower().startswith("k") else "mi"
         return Measure(value=parse_mileage(value["value"]).value, unit=unit)
     match = _MILEAGE.fullmatch(text(value))
     if match is None:
         raise FieldError("bad_number", "mileage", "mileage is not a distance")
-    unit = "km" if (match["unit"] or "mi").lower().startswith("k") else "mi"
+    unit = "km" if (match["unit"] or default_unit).lower().startswith("k") else "mi"
     number = Decimal(match["num"].replace(",", ""))
     return Measure(value=int(number.to_integral_value()), unit=unit)
+
+
+def parse_distance_unit(value: Any) -> str:
+    """``mi``/``miles``/``mile`` → ``mi``; ``km``/``kms``/``kilometers``/``kilometres`` → ``km``."""
+    key = text(value).lower().rstrip(".")
+    if key in ("mi", "mile", "miles"):
+        return "mi"
+    if key in ("km", "kms", "kilometer", "kilometers", "kilometre", "kilometres"):
+        return "km"
+    raise FieldError("unknown_unit", "mileage_unit", "mileage_unit must be mi or km")
+
+
+_DATE_FORMATS = ("%m/%d/%Y", "%m/%d/%Y %H:%M", "%m/%d/%Y %H:%M:%S", "%Y/%m/%d")
+
+
+def parse_date(value: Any, field: str) -> datetime:
+    """A date or time (ISO 8601, ``MM/DD/YYYY`` with an optional time) as an aware UTC time.
+
+    A date alone is midnight UTC; a time without an offset is taken as UTC.
+    """
+    raw = text(value)
+    parsed: datetime | None = None
+    try:
+        parsed = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        for fmt in _DATE_FORMATS:
+            try:
+                parsed = datetime.strptime(raw, fmt)
+                break
+            except ValueError:
+                continue
+    if parsed is None:
+        raise FieldError("bad_date", field, f"{field} is not a date")
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def parse_condition(value: Any) -> Condition:
@@ -144,6 +195,18 @@ def parse_status(value: Any) -> VehicleStatus:
 
 
 def normalize_vocab(field: str, value: Any) -> str:
+    """See :func:`_normalize_vocab`; text cells (the usual case, and highly repetitive in a feed) are memoised."""
+    if type(value) is str:
+        return _normalize_text_vocab(field, value)
+    return _normalize_vocab(field, value)
+
+
+@lru_cache(maxsize=4096)
+def _normalize_text_vocab(field: str, value: str) -> str:
+    return _normalize_vocab(field, value)
+
+
+def _normalize_vocab(field: str, value: Any) -> str:
     """Map free text for ``transmission``, ``fuel``, ``driveline`` or ``body`` onto a small vocabulary.
 
     Unrecognised text is kept, lower-cased, so nothing a dealer sends is lost.
@@ -183,3 +246,44 @@ def _rejoin(pieces: list[str]) -> list[str]:
         else:
             items.append(piece)
     return items
+
+
+_NUMBER_TEXT = re.compile(r"^[-+]?(?:\d[\d,]*)?(?:\.\d+)?$")
+
+
+def value_class(value: Any) -> str:
+    """The shape of a cell without its content, for error reports (``"words (11 characters)"``, ``"empty"``).
+
+    Feed cells may hold anything a dealer typed, personal data included, so reports describe a value
+    instead of repeating it.
+    """
+    if value is None:
+        return "empty"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "negative number" if value < 0 else "decimal number" if isinstance(value, float) else "number"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list | tuple):
+        return f"list of {len(value)}"
+    raw = str(value).strip()
+    if not raw:
+        return "empty"
+    return f"{_text_kind(raw)} ({len(raw)} characters)"
+
+
+def _text_kind(raw: str) -> str:
+    if any(c.isdigit() for c in raw) and _NUMBER_TEXT.fullmatch(raw):
+        return "negative number" if raw.startswith("-") else "decimal number" if "." in raw else "number"
+    if raw.startswith(_CURRENCY_MARKS) or raw.endswith(_CURRENCY_MARKS):
+        return "amount with a currency sign"
+    if raw.lower().startswith(("https://", "http://")):
+        return "URL"
+    letters = any(c.isalpha() for c in raw)
+    digits = any(c.isdigit() for c in raw)
+    if letters and digits:
+        return "letters and digits"
+    if letters:
+        return "words" if all(c.isalpha() or c in " -'." for c in raw) else "text"
+    return "symbols" if not digits else "digits and symbols"

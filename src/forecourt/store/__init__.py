@@ -17,12 +17,22 @@ from typing import TYPE_CHECKING
 
 from forecourt.store.sql.engine import create_engine
 from forecourt.store.sql.migrate import upgrade, upgrade_async, upgrade_engine
+from forecourt.store.sql.sqlite_vec import register_auto_extension as register_sqlite_vec
 from forecourt.store.sql.store import SqlStore
 
 if TYPE_CHECKING:
     from forecourt.settings import Settings
 
-__all__ = ["SqlStore", "create_engine", "open_store", "open_store_url", "upgrade", "upgrade_async", "upgrade_engine"]
+__all__ = [
+    "SqlStore",
+    "create_engine",
+    "open_store",
+    "open_store_url",
+    "register_sqlite_vec",
+    "upgrade",
+    "upgrade_async",
+    "upgrade_engine",
+]
 
 
 def open_store(settings: Settings) -> SqlStore:

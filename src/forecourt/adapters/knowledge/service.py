@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,13 +21,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from forecourt.adapters.knowledge.chunking import chunk_document, parse_document
-from forecourt.adapters.knowledge.embedders import Embedder
-from forecourt.adapters.knowledge.repository import ChunkFilter, ChunkRow, KnowledgeRepository
-from forecourt.errors import InternalError
-from forecourt.store.base import Store, UnitOfWork
+from forecourt.adapters.knowledge.embedders import _STOPWORDS, Embedder
+from forecourt.adapters.knowledge.lexicon import expansions
+from forecourt.domain.knowledge import ChunkFilter, ChunkRow
+from forecourt.store.base import Store
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,8 @@ RRF_K = 60
 VECTOR_WEIGHT: dict[str, float] = {}
 BACKFILL_LIMIT = 2000
 SNIPPET_CHARS = 320
+_TERM = re.compile(r"[a-z0-9]+")
+_MAX_TERMS = 32
 
 
 def sha256(text: str) -> str:
@@ -43,12 +45,13 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def connection_of(uow: UnitOfWork) -> AsyncConnection:
-    """The SQL connection of a unit of work (the knowledge tables live in the SQL store)."""
-    conn = getattr(uow, "connection", None)
-    if not isinstance(conn, AsyncConnection):
-        raise InternalError()
-    return conn
+def query_terms(text: str) -> list[str]:
+    """Distinct lower-case alphanumeric terms of a query, stopwords removed, at most 32."""
+    seen: list[str] = []
+    for term in [*_TERM.findall(text.lower()), *expansions(text)]:
+        if term not in _STOPWORDS and term not in seen:
+            seen.append(term)
+    return seen[:_MAX_TERMS]
 
 
 @dataclass(frozen=True)
@@ -99,14 +102,14 @@ async def embed_cached(
     """Embed ``texts``, reusing and filling the ``scope``'s cache (the model runs outside any transaction)."""
     digests = [sha256(t) for t in texts]
     async with store.transaction() as uow:
-        found = await KnowledgeRepository(connection_of(uow)).cached_vectors(scope, embedder.model, digests)
+        found = await uow.knowledge.cached_vectors(scope, embedder.model, digests)
     missing = sorted({d for d in digests if d not in found})
     if missing:
         first = {d: t for t, d in zip(texts, digests, strict=True)}
         computed = await embedder.embed([first[d] for d in missing])
         fresh = [(d, computed.vectors[i], computed.tokens[i]) for i, d in enumerate(missing)]
         async with store.transaction() as uow:
-            await KnowledgeRepository(connection_of(uow)).cache_vectors(scope, embedder.model, fresh, now)
+            await uow.knowledge.cache_vectors(scope, embedder.model, fresh, now)
         found.update({d: (v, t) for d, v, t in fresh})
     new = set(missing)
     vectors = np.vstack([found[d][0] for d in digests]) if digests else np.zeros((0, embedder.dimensions), np.float32)
@@ -153,7 +156,7 @@ async def _ingest_one(store: Store, dealership_id: str, doc: DocumentInput, now:
     document_id = document_id_for(dealership_id, doc.source)
     digest = sha256(f"{title}\x00{kind}\x00{sorted(meta.items())!r}\x00{parsed.body}")
     async with store.transaction() as uow:
-        repo = KnowledgeRepository(connection_of(uow))
+        repo = uow.knowledge
         existing = await repo.get_document(dealership_id, document_id)
         if existing is not None and existing["content_sha256"] == digest:
             return IngestResult(document_id, doc.source, title, int(existing["chunk_count"]), "unchanged")
@@ -196,16 +199,14 @@ async def ensure_vectors(
 ) -> int:
     """Embed the dealership's chunks that have no vector of ``embedder``'s model yet; returns how many."""
     async with store.transaction() as uow:
-        missing = await KnowledgeRepository(connection_of(uow)).chunks_missing_vectors(
-            dealership_id, embedder.model, limit
-        )
+        missing = await uow.knowledge.chunks_missing_vectors(dealership_id, embedder.model, limit)
     if not missing:
         return 0
     texts = [f"{heading}\n{text}" if heading else text for _, heading, text in missing]
     embedded = await embed_cached(store, embedder, cache_scope, texts, now)
     rows = [(chunk_id, embedded.vectors[i]) for i, (chunk_id, _, _) in enumerate(missing)]
     async with store.transaction() as uow:
-        await KnowledgeRepository(connection_of(uow)).put_vectors(dealership_id, embedder.model, rows)
+        await uow.knowledge.put_vectors(dealership_id, embedder.model, rows)
     logger.info("embedded %d knowledge chunks with %s", len(rows), embedder.model)
     return len(rows)
 
@@ -234,16 +235,15 @@ async def retrieve(
         qvec = (await embed_cached(store, embedder, cache_scope, [query], now)).vectors[0]
         if float(np.linalg.norm(qvec)) > 0:
             async with store.transaction() as uow:
-                repo = KnowledgeRepository(connection_of(uow))
-                vector_hits = await repo.vector_search(dealership_id, embedder.model, qvec, depth, flt)
+                vector_hits = await uow.knowledge.vector_search(dealership_id, embedder.model, qvec, depth, flt)
     text_hits: list[tuple[str, float]] = []
     if mode in ("hybrid", "text") or embedder is None:
         async with store.transaction() as uow:
-            text_hits = await KnowledgeRepository(connection_of(uow)).text_search(dealership_id, query, depth, flt)
+            text_hits = await uow.knowledge.text_search(dealership_id, query_terms(query), depth, flt)
     weight = VECTOR_WEIGHT.get(embedder.model, 1.0) if embedder is not None else 1.0
     fused = fuse([vector_hits, text_hits], weights=[weight, 1.0])[:k]
     async with store.transaction() as uow:
-        rows = await KnowledgeRepository(connection_of(uow)).chunk_rows(dealership_id, [cid for cid, _ in fused])
+        rows = await uow.knowledge.chunk_rows(dealership_id, [cid for cid, _ in fused])
     vec_scores, txt_scores = dict(vector_hits), dict(text_hits)
     return [
         Hit(row=rows[cid], score=score, vector_similarity=vec_scores.get(cid), text_score=txt_scores.get(cid))

@@ -21,16 +21,17 @@ from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from forecourt.actions.base import AdapterResult
+from forecourt.adapters.errors import ModelNotFound, ModelRequestRejected, RuntimeNotConfigured, UpstreamForbidden
 from forecourt.errors import (
     ForecourtError,
     InvalidParams,
-    NotFound,
+    UnsafeTarget,
     UpstreamCredentialRejected,
     UpstreamError,
     UpstreamRateLimited,
     UpstreamUnavailable,
 )
-from forecourt.netguard import UnsafeTarget, check_url_async
+from forecourt.netguard import check_url_async
 from forecourt.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -41,37 +42,6 @@ TEXT_RESULT = "model.textCompletion"
 EMBEDDING_RESULT = "model.embedding"
 INFERENCE_RESULT = "model.inference"
 MAX_RETRY_AFTER_S = 3600.0
-
-
-class UpstreamForbidden(UpstreamError):
-    """The runtime says the gateway's identity may not use this model or project (HTTP 403)."""
-
-    code = "upstream.forbidden"
-    http_status = 502
-    default_message = "The model runtime refused access to this model."
-
-
-class ModelNotFound(NotFound):
-    """The runtime does not serve the model (HTTP 404)."""
-
-    code = "models.model_not_found"
-    default_message = "The model runtime does not serve this model."
-
-
-class ModelRequestRejected(InvalidParams):
-    """The runtime found the request invalid (HTTP 400/422): e.g. a parameter out of the model's range."""
-
-    code = "models.request_rejected"
-    default_message = "The model runtime rejected the request."
-
-
-class RuntimeNotConfigured(ForecourtError):
-    """The runtime lacks required configuration (project, endpoint) or a company endpoint is not allowed."""
-
-    code = "models.runtime_not_configured"
-    http_status = 503
-    jsonrpc_code = -32000
-    default_message = "This model runtime is not configured."
 
 
 # ---------------------------------------------------------------------------------------------- requests

@@ -17,12 +17,11 @@ self-hosted), streamed when asked.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from forecourt.actions.base import AdapterResult, ExecutionContext
@@ -35,38 +34,23 @@ from forecourt.adapters.models.common import (
     checked_endpoint,
     parse_request,
     text_result,
-    upstream_error,
 )
+from forecourt.adapters.models.gpu_quota import GpuQuota
+from forecourt.adapters.models.jobs import JobActions
+from forecourt.adapters.models.nvidia_admin import ADMIN_ACTIONS, NvidiaAdmin
+from forecourt.adapters.models.nvidia_finetune import CustomizerJobs, JobSlots
 from forecourt.adapters.models.openai_compat import OpenAICompatRuntime
-from forecourt.errors import InvalidParams, Timeout, UpstreamError
+from forecourt.adapters.models.triton_versions import VersionRoute, VersionRouter, triton_errors
+from forecourt.errors import InvalidParams, UpstreamError
+
+if TYPE_CHECKING:
+    from forecourt.gateway.pipeline import Gateway
 
 logger = logging.getLogger(__name__)
 
 RUNTIME = "nvidia"
 METADATA_TTL_S = 300.0
 DEFAULT_MAX_TOKENS = 256
-
-
-@contextlib.contextmanager
-def triton_errors() -> Iterator[None]:
-    """Turn tritonclient's and aiohttp's exceptions into gateway errors (never carrying Triton's message)."""
-    import aiohttp
-    from tritonclient.utils import InferenceServerException  # type: ignore[import-untyped]
-
-    try:
-        yield
-    except InferenceServerException as exc:
-        raw = exc.status()
-        status = int(raw) if isinstance(raw, str) and raw.isdigit() else None
-        logger.warning("Triton answered HTTP %s", status if status is not None else "-")
-        # Triton's error body has no Retry-After and tritonclient drops the headers: no retry_after here.
-        raise upstream_error(RUNTIME, status if status is not None else 502) from exc
-    except TimeoutError as exc:
-        logger.warning("Triton timed out")
-        raise Timeout(details={"runtime": RUNTIME}) from exc
-    except aiohttp.ClientError as exc:
-        logger.warning("Triton unreachable: %s", type(exc).__name__)
-        raise upstream_error(RUNTIME, None) from exc
 
 
 def _prompt(request: ModelRequest) -> str:
@@ -78,7 +62,7 @@ def _prompt(request: ModelRequest) -> str:
 def _tensor(spec: Mapping[str, Any]) -> Any:
     import numpy as np
     from tritonclient.http import InferInput  # type: ignore[import-untyped]
-    from tritonclient.utils import triton_to_np_dtype
+    from tritonclient.utils import triton_to_np_dtype  # type: ignore[import-untyped]
 
     shape = [int(d) for d in spec["shape"]]
     if any(d < 0 for d in shape):
@@ -156,16 +140,24 @@ class NvidiaAdapter:
 
     id = RUNTIME
 
-    def __init__(self, defaults: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, defaults: Mapping[str, Any] | None = None, gateway: Callable[[], Gateway | None] | None = None
+    ) -> None:
         """Create the adapter.
 
         Args:
             defaults: The operator's configuration of this adapter (its endpoints are trusted; a company's
                 different ones only with ``allow_company_endpoints``).
+            gateway: Returns the gateway whose company policies set GPU quotas (none: configuration only).
         """
         self.defaults = dict(defaults or {})
         self.triton = TritonBackend()
         self.nim = OpenAICompatRuntime(RUNTIME)
+        self.versions = VersionRouter()
+        self.admin = NvidiaAdmin(self)
+        self.quota = GpuQuota(self.defaults, gateway or (lambda: None))
+        self.customizer = CustomizerJobs(self)
+        self.fine_tune = JobActions("nvidia.fineTune", self.customizer, JobSlots(self))
 
     def _backend(self, payload: Mapping[str, Any], config: Mapping[str, Any]) -> str:
         if payload.get("backend"):
@@ -174,7 +166,7 @@ class NvidiaAdapter:
             return "triton"
         return str(config.get("backend") or "triton")
 
-    async def _endpoint(self, context: ExecutionContext, section: str, key: str) -> str:
+    async def endpoint(self, context: ExecutionContext, section: str, key: str) -> str:
         config = context.adapter_config.get(section) or {}
         operator = self.defaults.get(section) or {}
         return await checked_endpoint(
@@ -185,23 +177,37 @@ class NvidiaAdapter:
             runtime=RUNTIME,
         )
 
-    def _timeout(self, context: ExecutionContext) -> float:
+    def timeout(self, context: ExecutionContext) -> float:
         return float(context.adapter_config.get("timeout_s", context.action.timeout_s))
 
+    async def triton_client(self, context: ExecutionContext) -> tuple[str, Any, dict[str, str]]:
+        """The Triton endpoint of this call, its client, and the call's credential headers."""
+        url = await self.endpoint(context, "triton", "url")
+        return url, self.triton.client(url, self.timeout(context)), auth_headers(context.credential)
+
     async def execute(self, payload: Mapping[str, Any], context: ExecutionContext) -> AdapterResult:
+        """Run the action: an inference on the chosen backend, or a versioning or fine-tuning action."""
+        if context.action.name in ADMIN_ACTIONS:
+            return await self.admin.execute(payload, context)
+        if self.fine_tune.handles(context.action.name):
+            return await self.fine_tune.execute(payload, context)
+        return await self.infer(payload, context)
+
+    async def infer(self, payload: Mapping[str, Any], context: ExecutionContext) -> AdapterResult:
         """Run one inference on the chosen backend."""
         backend = self._backend(payload, context.adapter_config)
         if backend == "nim":
             if payload.get("inputs"):
                 raise InvalidParams("Raw tensors need backend triton.")
             request = parse_request(payload, context.adapter_config)
-            base_url = await self._endpoint(context, "nim", "base_url")
+            base_url = await self.endpoint(context, "nim", "base_url")
             result = await self.nim.run(
-                request, base_url=base_url, headers=auth_headers(context.credential), timeout_s=self._timeout(context)
+                request, base_url=base_url, headers=auth_headers(context.credential), timeout_s=self.timeout(context)
             )
             result.metadata["backend"] = "nim"
             return result
-        return await self._triton(payload, context)
+        async with self.quota.inference_slot(context, self.timeout(context)):
+            return await self._triton(payload, context)
 
     def _triton_model(self, payload: Mapping[str, Any], section: Mapping[str, Any]) -> str:
         model = payload.get("model") or section.get("default_model")
@@ -216,10 +222,9 @@ class NvidiaAdapter:
         raw_section = context.adapter_config.get("triton") or {}
         section: Mapping[str, Any] = raw_section if isinstance(raw_section, Mapping) else {}
         model = self._triton_model(payload, section)
-        version = str(payload.get("model_version") or "")
-        url = await self._endpoint(context, "triton", "url")
-        headers = auth_headers(context.credential)
-        client = self.triton.client(url, self._timeout(context))
+        url, client, headers = await self.triton_client(context)
+        route = await self._route_version(client, url, payload, section, model, headers)
+        version = route.version
         if payload.get("inputs"):
             inputs = [_tensor(spec) for spec in payload["inputs"]]
             names = list(payload.get("outputs") or []) or await self.triton.output_names(
@@ -231,9 +236,42 @@ class NvidiaAdapter:
                 "model_version": response.get("model_version", version),
                 "outputs": response.get("outputs", []),
             }
-            metadata = {"model": model, "tokens": None, "runtime": RUNTIME, "backend": "triton"}
+            metadata = {
+                "model": model,
+                "tokens": None,
+                "runtime": RUNTIME,
+                "backend": "triton",
+                "model_version": str(output["model_version"]),
+                "version_route": route.reason,
+            }
             return AdapterResult(output=output, result_type=INFERENCE_RESULT, metadata=metadata)
-        return await self._triton_text(payload, context, client, model, version, section, headers)
+        result = await self._triton_text(payload, context, client, model, version, section, headers)
+        result.metadata["version_route"] = route.reason
+        return result
+
+    async def _route_version(
+        self,
+        client: Any,
+        url: str,
+        payload: Mapping[str, Any],
+        section: Mapping[str, Any],
+        model: str,
+        headers: Mapping[str, str],
+    ) -> VersionRoute:
+        """The payload's version, the company's pin, or the latest ready one (``version_routing: server``: none)."""
+        explicit = VersionRouter.explicit(payload, section, model)
+        if explicit is not None:
+            return explicit
+        if section.get("version_routing") == "server":
+            return VersionRoute("", "server")
+        ready = self.versions.cached(url)
+        known = True
+        if ready is None or model not in ready:
+            with triton_errors():
+                entries = await client.get_model_repository_index(headers=dict(headers))
+            ready = self.versions.remember(url, entries)
+            known = any(e.get("name") == model for e in entries)
+        return VersionRouter.latest(ready, model, known)
 
     async def _triton_text(
         self,
@@ -279,16 +317,16 @@ class NvidiaAdapter:
             yield ModelChunk(text=result.output, total_tokens=result.metadata.get("tokens"))
             return
         request = parse_request(payload, context.adapter_config)
-        base_url = await self._endpoint(context, "nim", "base_url")
+        base_url = await self.endpoint(context, "nim", "base_url")
         async for chunk in self.nim.stream(
-            request, base_url=base_url, headers=auth_headers(context.credential), timeout_s=self._timeout(context)
+            request, base_url=base_url, headers=auth_headers(context.credential), timeout_s=self.timeout(context)
         ):
             yield chunk
 
     async def ready(self, context: ExecutionContext) -> bool:
         """Whether the configured Triton server reports ready (``GET /v2/health/ready``)."""
-        url = await self._endpoint(context, "triton", "url")
-        client = self.triton.client(url, self._timeout(context))
+        url = await self.endpoint(context, "triton", "url")
+        client = self.triton.client(url, self.timeout(context))
         try:
             with triton_errors():
                 return bool(await client.is_server_ready(headers=auth_headers(context.credential)))
@@ -299,3 +337,5 @@ class NvidiaAdapter:
         """Close the clients of the running loop."""
         await self.triton.aclose()
         await self.nim.aclose()
+        await self.customizer.aclose()
+        await self.quota.aclose()

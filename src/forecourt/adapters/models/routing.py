@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from forecourt.actions.base import AdapterResult, ExecutionContext
-from forecourt.adapters.models.common import ModelNotFound
+from forecourt.adapters.errors import ModelNotFound
 from forecourt.domain.tenancy import Policy
 from forecourt.errors import InvalidParams, PolicyDenied
 from forecourt.gateway.base import Invocation

@@ -26,11 +26,11 @@ from google.auth import credentials as google_credentials
 from google.auth import exceptions as google_exceptions
 
 from forecourt.actions.base import AdapterResult, ExecutionContext
+from forecourt.adapters.errors import RuntimeNotConfigured
 from forecourt.adapters.models.common import (
     LoopLocal,
     ModelChunk,
     ModelRequest,
-    RuntimeNotConfigured,
     assemble,
     checked_endpoint,
     parse_request,
@@ -38,6 +38,9 @@ from forecourt.adapters.models.common import (
     text_result,
     upstream_error,
 )
+from forecourt.adapters.models.jobs import JobActions
+from forecourt.adapters.models.vertex_rest import BatchPredictionJobs, VertexRest
+from forecourt.adapters.models.vertex_sessions import ConversationMemory, session_id
 from forecourt.errors import InvalidParams, Timeout
 
 if TYPE_CHECKING:  # google-genai is imported on first use: ~0.3 s and tens of MB in every process otherwise
@@ -184,6 +187,21 @@ class VertexAdapter:
         """
         self.defaults = dict(defaults or {})
         self._clients: LoopLocal[tuple[Client, httpx.AsyncClient]] = LoopLocal(_close_client)
+        self.rest = VertexRest(self)
+        self.batch = JobActions("vertex.batchPredict", BatchPredictionJobs(self.rest))
+        self.memory = ConversationMemory()
+
+    async def endpoint(self, context: ExecutionContext) -> str | None:
+        """The configured ``base_url`` this call may use (``None``: Google's regional endpoint)."""
+        if not context.adapter_config.get("base_url"):
+            return None
+        return await checked_endpoint(
+            context.adapter_config.get("base_url"),
+            operator_url=self.defaults.get("base_url"),
+            allow_company=self.defaults.get("allow_company_endpoints") is True,
+            settings=context.settings,
+            runtime=RUNTIME,
+        )
 
     async def _client(self, context: ExecutionContext) -> Client:
         config = context.adapter_config
@@ -194,15 +212,7 @@ class VertexAdapter:
         if credential is None or credential.kind != "bearer" or not credential.value:
             raise RuntimeNotConfigured("Vertex AI needs a Google credential.", details={"runtime": RUNTIME})
         timeout_s = float(config.get("timeout_s", context.action.timeout_s))
-        base_url: str | None = None
-        if config.get("base_url"):
-            base_url = await checked_endpoint(
-                config.get("base_url"),
-                operator_url=self.defaults.get("base_url"),
-                allow_company=self.defaults.get("allow_company_endpoints") is True,
-                settings=context.settings,
-                runtime=RUNTIME,
-            )
+        base_url = await self.endpoint(context)
         api_version = str(config.get("api_version") or "v1")
         _CALL_TOKEN.set(credential.value)  # this task's token; the shared client reads it per request
         key = f"{project}|{location}|{base_url}|{api_version}|{timeout_s}"
@@ -212,10 +222,29 @@ class VertexAdapter:
         return pair[0]
 
     async def execute(self, payload: Mapping[str, Any], context: ExecutionContext) -> AdapterResult:
-        """Run one ``generateContent`` call (``streamGenerateContent`` assembled, when ``stream: true``)."""
+        """Run the action: ``generateContent`` (with the session's memory when asked), ``endpoints.predict``, a
+        batch prediction job action, or a session action."""
+        name = context.action.name
+        if name == "vertex.predict":
+            return await self.rest.predict(payload, context)
+        if self.batch.handles(name):
+            return await self.batch.execute(payload, context)
+        if name.startswith("vertex.sessions."):
+            return await self.memory.execute(payload, context)
         request = parse_request(payload, context.adapter_config)
         if request.kind != "text":
             raise InvalidParams("vertex.invokeModel generates text; embeddings are embedding.create's job.")
+        if not payload.get("memory"):
+            return await self._generate(request, context)
+        sid = session_id(payload, context)
+        key = self.memory.key(context, sid)
+        result = await self._generate(await self.memory.with_history(request, key, context), context)
+        turns = await self.memory.remember(key, request, str(result.output), context)
+        result.metadata["session"] = {"id": sid, "turns": turns}
+        return result
+
+    async def _generate(self, request: ModelRequest, context: ExecutionContext) -> AdapterResult:
+        """One ``generateContent`` call (``streamGenerateContent`` assembled, when ``stream: true``)."""
         if request.stream:
             return await assemble(RUNTIME, request, self._stream(request, context))
         client = await self._client(context)
@@ -245,7 +274,12 @@ class VertexAdapter:
                 yield _chunk(response)
 
     async def stream(self, payload: Mapping[str, Any], context: ExecutionContext) -> AsyncIterator[ModelChunk]:
-        """The completion's pieces as Vertex AI streams them (server-sent events)."""
+        """The completion's pieces as Vertex AI streams them (server-sent events); a call with memory answers in one
+        piece (its turns are kept only once the whole answer is known)."""
+        if payload.get("memory"):
+            result = await self.execute(payload, context)
+            yield ModelChunk(text=str(result.output), total_tokens=result.metadata.get("tokens"))
+            return
         request = parse_request(payload, context.adapter_config)
         if request.kind != "text":
             raise InvalidParams("Only text completions stream.")
@@ -253,5 +287,7 @@ class VertexAdapter:
             yield chunk
 
     async def aclose(self) -> None:
-        """Close the SDK clients (and their HTTP clients) of the running loop."""
+        """Close the SDK clients (and their HTTP clients) of the running loop, and the REST and session clients."""
         await self._clients.aclose()
+        await self.rest.aclose()
+        await self.memory.aclose()

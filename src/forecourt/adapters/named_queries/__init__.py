@@ -1,27 +1,21 @@
 """Named queries (``db.query``): read-only, parameterised reports that an admin defines per company.
 
-``register_named_queries(catalogue)`` adds ``db.query`` and ``admin.queries.*`` with the adapter that
-runs them. The definition language is in :mod:`.definition`, its compiler in :mod:`.compiler`, and the
-shipped examples in :mod:`.examples`.
+:class:`NamedQueryAdapter` runs ``db.query`` and ``admin.queries.*`` (described in
+:mod:`forecourt.actions.queries`). The definition language is in :mod:`forecourt.domain.named_queries`,
+its SQL compiler in the store (``forecourt.store.sql.query_compiler``), and the shipped examples in
+:mod:`.examples`.
 """
 
 from __future__ import annotations
 
-from forecourt.actions.base import Catalogue
-from forecourt.adapters.named_queries.adapter import ADAPTER_ID, NAMED_QUERY_ACTIONS, NamedQueryAdapter
-from forecourt.adapters.named_queries.definition import (
-    InvalidQuery,
-    InvalidQueryParams,
-    NamedQuery,
-    QueryNotFound,
-    parse_definition,
-)
+from forecourt.adapters.named_queries.adapter import ADAPTER_ID, NamedQueryAdapter
 from forecourt.adapters.named_queries.examples import EXAMPLES, install_examples
+from forecourt.domain.errors import InvalidQuery, InvalidQueryParams, QueryNotFound
+from forecourt.domain.named_queries import NamedQuery, parse_definition
 
 __all__ = [
     "ADAPTER_ID",
     "EXAMPLES",
-    "NAMED_QUERY_ACTIONS",
     "InvalidQuery",
     "InvalidQueryParams",
     "NamedQuery",
@@ -29,14 +23,4 @@ __all__ = [
     "QueryNotFound",
     "install_examples",
     "parse_definition",
-    "register_named_queries",
 ]
-
-
-def register_named_queries(catalogue: Catalogue) -> NamedQueryAdapter:
-    """Add ``db.query`` and ``admin.queries.*`` and their adapter to ``catalogue``."""
-    for action in NAMED_QUERY_ACTIONS:
-        catalogue.add(action)
-    adapter = NamedQueryAdapter()
-    catalogue.add_adapter(adapter)
-    return adapter

@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from forecourt.adapters.named_queries.definition import NamedQuery
-from forecourt.adapters.named_queries.repository import NamedQueryRepository
+from forecourt.domain.named_queries import NamedQuery
 from forecourt.store.base import Store
 
 EXAMPLES: tuple[dict[str, Any], ...] = (
@@ -83,11 +82,9 @@ def example_queries() -> list[NamedQuery]:
 
 async def install_examples(store: Store, company_id: str, *, now: datetime | None = None) -> int:
     """Define the examples for a company unless it has queries with those ids; returns how many were added."""
-    from forecourt.adapters.knowledge.service import connection_of
-
     added = 0
     async with store.transaction() as uow:
-        repo = NamedQueryRepository(connection_of(uow))
+        repo = uow.named_queries
         for query in example_queries():
             if await repo.get(company_id, query.id) is None:
                 await repo.upsert(company_id, query, now or datetime.now(UTC))

@@ -1,34 +1,33 @@
 """Upstream MCP servers (``tool.run``): a company's own MCP servers, federated behind the gateway.
 
-``register_upstreams(services)`` adds the ``admin.upstreams.*`` actions and the ``upstream`` adapter, creates
-the :class:`~.hub.UpstreamHub` (which mirrors each upstream's tools into the catalogue) and registers its sync
-loop as a background task and its shutdown as a closer. ``install_federation(surface, hub)`` connects the MCP
-front door to it (upstream results passed through unchanged, resources, prompts, pass-through names, and what
-an upstream asks during a call — sampling, elicitation, log messages — relayed to that call's caller only:
-``relay.py``, ``mcp_relay.py``). See docs/mcp.md ("Federation", "Conformance").
+``register_upstreams(store, catalogue, settings, gateway, tasks)`` adds the ``upstream`` adapter, creates the
+:class:`~.hub.UpstreamHub` (which mirrors each upstream's tools into the catalogue) and registers its sync loop
+as a background task and its shutdown as a closer. The MCP front door federates through the hub
+(``surfaces/mcp/federation``: upstream results passed through unchanged, resources, prompts, pass-through names,
+and what an upstream asks during a call — sampling, elicitation, log messages — relayed to that call's caller
+only, :mod:`.relay`). See docs/mcp.md ("Federation", "Conformance").
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from forecourt.actions.base import Catalogue
-from forecourt.adapters.upstream.adapter import ADMIN_ACTIONS, PROGRESS, UpstreamAdapter
+if TYPE_CHECKING:
+    from forecourt.actions.base import Catalogue
+    from forecourt.background import BackgroundTasks
+    from forecourt.gateway.pipeline import Gateway
+    from forecourt.settings import Settings
+    from forecourt.store.base import Store
+
+from forecourt.adapters.errors import UpstreamProtocolError
+from forecourt.adapters.upstream.adapter import PROGRESS, UpstreamAdapter
 from forecourt.adapters.upstream.hub import Binding, UpstreamHub
-from forecourt.adapters.upstream.pool import UpstreamProtocolError, UpstreamSession
-from forecourt.adapters.upstream.spec import (
-    ADAPTER_ID,
-    InvalidUpstream,
-    NamespaceTaken,
-    UpstreamNotFound,
-    UpstreamSpec,
-    forward_action_name,
-    tool_name,
-)
+from forecourt.adapters.upstream.pool import UpstreamSession
+from forecourt.domain.errors import InvalidUpstream, NamespaceTaken, UpstreamNotFound
+from forecourt.domain.upstreams import ADAPTER_ID, UpstreamSpec, forward_action_name, tool_name
 
 __all__ = [
     "ADAPTER_ID",
-    "ADMIN_ACTIONS",
     "PROGRESS",
     "Binding",
     "InvalidUpstream",
@@ -40,35 +39,27 @@ __all__ = [
     "UpstreamSession",
     "UpstreamSpec",
     "forward_action_name",
-    "register_upstream_actions",
     "register_upstreams",
     "tool_name",
 ]
 
 
-def register_upstream_actions(catalogue: Catalogue) -> None:
-    """Add the ``admin.upstreams.*`` actions (the adapter comes with :func:`register_upstreams`)."""
-    for action in ADMIN_ACTIONS:
-        if catalogue.get(action.name) is None:
-            catalogue.add(action)
-
-
-def register_upstreams(services: Any) -> UpstreamHub:
-    """Wire the upstream registry into ``services`` (a :class:`forecourt.bootstrap.Services`).
+def register_upstreams(
+    store: Store, catalogue: Catalogue, settings: Settings, gateway: Gateway, tasks: BackgroundTasks
+) -> UpstreamHub:
+    """Create the hub that mirrors upstream tools into ``catalogue``, with the ``upstream`` adapter that runs them.
 
     Returns:
         The hub (also what the MCP surface federates).
     """
-    gateway = services.gateway
-    register_upstream_actions(services.catalogue)
     hub = UpstreamHub(
-        store=services.store,
-        catalogue=services.catalogue,
-        settings=services.settings,
+        store=store,
+        catalogue=catalogue,
+        settings=settings,
         credentials=gateway.credentials,
         operator_config=gateway.adapter_configs.defaults.get(ADAPTER_ID),
     )
-    services.catalogue.add_adapter(UpstreamAdapter(hub))
-    services.background.append(hub.run)
-    services.closers.append(hub.close)
+    catalogue.add_adapter(UpstreamAdapter(hub))
+    tasks.run(hub.run)
+    tasks.on_close(hub.close)
     return hub

@@ -17,20 +17,12 @@ from mcp import Client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from forecourt.actions.base import Action, AdapterResult, ExecutionContext
-from forecourt.adapters.knowledge.service import connection_of
+from forecourt.actions.base import AdapterResult, ExecutionContext
 from forecourt.adapters.upstream.hub import Binding, UpstreamHub, spec_public
 from forecourt.adapters.upstream.pool import UpstreamSession
 from forecourt.adapters.upstream.relay import RELAY
-from forecourt.adapters.upstream.repository import UpstreamRepository
-from forecourt.adapters.upstream.spec import (
-    ADAPTER_ID,
-    SLUG,
-    NamespaceTaken,
-    UpstreamNotFound,
-    parse_spec,
-    require_operator_for,
-)
+from forecourt.domain.errors import NamespaceTaken, UpstreamNotFound
+from forecourt.domain.upstreams import ADAPTER_ID, parse_spec, require_operator_for
 from forecourt.errors import Forbidden, InvalidParams, TenancyDenied, UnknownAction, UpstreamUnavailable
 from forecourt.netguard import check_url_async
 
@@ -39,49 +31,6 @@ PROGRESS: contextvars.ContextVar[ProgressRelay | None] = contextvars.ContextVar(
     "forecourt_upstream_progress", default=None
 )
 """Set by the MCP surface around a call: where the upstream's progress notifications go."""
-
-_COMPANY: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 128}
-
-
-def _admin(name: str, description: str, props: dict[str, Any], required: list[str], *, write: bool) -> Action:
-    return Action(
-        name=name,
-        type="tool.run",
-        title=name,
-        description=description,
-        input_schema={
-            "type": "object",
-            "properties": {"company_id": _COMPANY, **props},
-            "required": ["company_id", *required],
-            "additionalProperties": False,
-        },
-        output_schema=None,
-        adapter=ADAPTER_ID,
-        scope="amcp:admin:write" if write else "amcp:admin:read",
-        side_effect=write,
-        dealer_scoped=False,
-        domain="admin",
-        tags=("admin", "upstream"),
-    )
-
-
-ADMIN_ACTIONS: tuple[Action, ...] = (
-    _admin("admin.upstreams.list", "List the company's upstream MCP servers and their state.", {}, [], write=False),
-    _admin(
-        "admin.upstreams.upsert",
-        "Register or replace an upstream MCP server (Streamable HTTP url, or stdio command for the operator).",
-        {"upstream": {"type": "object"}},
-        ["upstream"],
-        write=True,
-    ),
-    _admin(
-        "admin.upstreams.delete",
-        "Remove an upstream MCP server; its tools disappear.",
-        {"upstream_id": {"type": "string", "pattern": SLUG.pattern}},
-        ["upstream_id"],
-        write=True,
-    ),
-)
 
 
 def dump_result(result: Any) -> dict[str, Any]:
@@ -195,16 +144,30 @@ class UpstreamAdapter:
         await self.hub.load()
         if name == "admin.upstreams.list":
             async with ctx.store.transaction() as uow:
-                rows = await UpstreamRepository(connection_of(uow)).list(company_id)
+                rows = await uow.upstreams.list(company_id)
             return AdapterResult(output={"items": [spec_public(r, self.hub) for r in rows]}, result_type="admin.result")
         if name == "admin.upstreams.delete":
             async with ctx.store.transaction() as uow:
-                deleted = await UpstreamRepository(connection_of(uow)).delete(company_id, str(payload["upstream_id"]))
+                deleted = await uow.upstreams.delete(company_id, str(payload["upstream_id"]))
             if not deleted:
                 raise UpstreamNotFound()
             await self.hub.reload()
             return AdapterResult(output={"deleted": True}, result_type="admin.result")
+        if name == "admin.upstreams.set_enabled":
+            return await self._set_enabled(company_id, payload, ctx)
         return await self._upsert(company_id, operator, payload, ctx)
+
+    async def _set_enabled(self, company_id: str, payload: Mapping[str, Any], ctx: ExecutionContext) -> AdapterResult:
+        """Flip ``enabled`` on the stored definition (who registered it, and its secrets, stay as they were)."""
+        async with ctx.store.transaction() as uow:
+            repo = uow.upstreams
+            found = await repo.get(company_id, str(payload["upstream_id"]))
+            if found is None:
+                raise UpstreamNotFound()
+            spec = found.spec.model_copy(update={"enabled": bool(payload["enabled"])})
+            await repo.upsert(company_id, spec, operator=found.operator_managed, now=ctx.now)
+        await self.hub.reload()
+        return AdapterResult(output={"id": spec.id, "enabled": spec.enabled}, result_type="admin.result")
 
     async def _upsert(
         self, company_id: str, operator: bool, payload: Mapping[str, Any], ctx: ExecutionContext
@@ -221,9 +184,7 @@ class UpstreamAdapter:
         ):
             raise NamespaceTaken()
         async with ctx.store.transaction() as uow:
-            created = await UpstreamRepository(connection_of(uow)).upsert(
-                company_id, spec, operator=operator, now=ctx.now
-            )
+            created = await uow.upstreams.upsert(company_id, spec, operator=operator, now=ctx.now)
         await self.hub.reload()
         return AdapterResult(
             output={"id": spec.id, "created": created, "upstream": spec.public()}, result_type="admin.result"

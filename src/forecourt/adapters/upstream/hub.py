@@ -29,10 +29,8 @@ from typing import Any, Literal
 import mcp_types as types
 
 from forecourt.actions.base import Action, Catalogue
-from forecourt.adapters.knowledge.service import connection_of
 from forecourt.adapters.upstream.pool import UpstreamSession
-from forecourt.adapters.upstream.repository import Registered, UpstreamRepository
-from forecourt.adapters.upstream.spec import ADAPTER_ID, UpstreamSpec, forward_action_name, tool_name
+from forecourt.domain.upstreams import ADAPTER_ID, Registered, UpstreamSpec, forward_action_name, tool_name
 from forecourt.errors import ForecourtError
 from forecourt.settings import Settings
 from forecourt.store.base import Store
@@ -205,7 +203,7 @@ class UpstreamHub:
     async def reload(self) -> None:
         """Re-read the registry: add new upstreams, drop removed ones, restart changed ones."""
         async with self.store.transaction() as uow:
-            rows = await UpstreamRepository(connection_of(uow)).list()
+            rows = await uow.upstreams.list()
         self._loaded = True
         wanted = {r.key: r for r in rows if r.spec.enabled}
         for key in [k for k in self.registered if k not in wanted or wanted[k].spec != self.registered[k].spec]:
@@ -266,11 +264,13 @@ class UpstreamHub:
             return
         self._remove_actions(key, tools_only=True)
         skipped: list[str] = []
+        taken = {look_alike(a.name) for a in self.catalogue.all()}
         for tool in tools:
             name = tool_name(reg.spec.prefix, tool.name)
-            if self.catalogue.get(name) is not None or _reserved(name):
+            if self.catalogue.get(name) is not None or _reserved(name) or look_alike(name) in taken:
                 skipped.append(tool.name)
                 continue
+            taken.add(look_alike(name))
             self.catalogue.add(_tool_action(reg, tool, name))
             self.bindings[name] = Binding(key, reg.company_id, "tool", tool.name)
         if skipped:
@@ -326,6 +326,16 @@ class UpstreamHub:
             task.cancel()
         for session in list(self.sessions.values()):
             await session.close()
+
+
+def look_alike(name: str) -> str:
+    """What a tool name looks like to an MCP host: letter case and ``.``/``_``/``-`` do not tell tools apart.
+
+    Hosts lower-case or rewrite ``.`` to ``_`` in tool names, and a model reads ``leads_create`` as
+    ``leads.create``: an upstream's tool that folds to the same text as one already offered (Forecourt's own
+    above all) would shadow it, so it is skipped.
+    """
+    return name.lower().replace("-", "_").replace(".", "_")
 
 
 def _reserved(name: str) -> bool:

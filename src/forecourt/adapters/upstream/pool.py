@@ -29,9 +29,10 @@ import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from forecourt.adapters.errors import UpstreamProtocolError
 from forecourt.adapters.upstream.relay import SAMPLING, detached, on_elicitation, on_log, on_sampling
-from forecourt.adapters.upstream.repository import Registered
-from forecourt.errors import ForecourtError, UpstreamError, UpstreamUnavailable
+from forecourt.domain.upstreams import Registered
+from forecourt.errors import ForecourtError, UpstreamUnavailable
 from forecourt.gateway.base import IssuedCredential
 from forecourt.netguard import check_url_async
 from forecourt.settings import Settings
@@ -61,15 +62,6 @@ CREDENTIAL_TTL_S = 60.0
 MAX_PAGES = 50
 EventSink = Callable[[str, str, Any], None]
 """``(upstream key, kind, value)``: ``tools`` / ``resources`` / ``prompts`` changed, or ``resource_updated`` (uri)."""
-
-
-class UpstreamProtocolError(UpstreamError):
-    """The upstream answered a request with a JSON-RPC error; its code is in ``details.upstream_code``."""
-
-    code = "upstream.protocol_error"
-    http_status = 502
-    jsonrpc_code = -32000
-    default_message = "The upstream MCP server refused the request."
 
 
 class _BrokerAuth(httpx2.Auth):

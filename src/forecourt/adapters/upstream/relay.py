@@ -2,7 +2,7 @@
 
 The pooled upstream session is shared by every caller of the company, so the session's callbacks must find
 out whose call a server-initiated message belongs to. They do it through :data:`RELAY`, a context variable
-the MCP front door sets around the one ``Gateway.invoke`` of a call (see ``mcp_relay.py``):
+the MCP front door sets around the one ``Gateway.invoke`` of a call (see ``surfaces/mcp/federation/relay.py``):
 
 - Streamable HTTP upstreams: the SDK runs each POST in a copy of the context of the task that sent the
   request, and hands every message that arrives on that POST's response stream (the upstream's

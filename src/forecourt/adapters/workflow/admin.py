@@ -1,4 +1,4 @@
-"""Admin actions for BPMN definitions: ``admin.workflows.upload`` and ``admin.workflows.list``.
+"""Runs the admin actions for BPMN definitions: ``admin.workflows.upload`` and ``admin.workflows.list``.
 
 Like the other admin actions they run through the gateway, and only the company's administrators (or
 the operator through the CLI) may call them. An upload is parsed and validated before it is stored
@@ -11,52 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from forecourt.actions.base import Action, AdapterResult, ExecutionContext
+from forecourt.actions.base import AdapterResult, ExecutionContext
 from forecourt.adapters.workflow import engine
-from forecourt.adapters.workflow.actions import WORKFLOW_ID
 from forecourt.adapters.workflow.definitions import SHIPPED_VERSION, shipped
 from forecourt.adapters.workflow.repository import DefinitionRecord, WorkflowRepository
 from forecourt.errors import Forbidden
 
 ADAPTER_ID = "workflow-admin"
-_COMPANY = {"type": "string", "minLength": 1, "maxLength": 128}
-
-
-def _admin(name: str, description: str, props: dict[str, Any], required: list[str], *, write: bool) -> Action:
-    return Action(
-        name=name,
-        type="tool.run",
-        title=name,
-        description=description,
-        input_schema={
-            "type": "object",
-            "properties": {"company_id": _COMPANY, **props},
-            "required": ["company_id", *required],
-            "additionalProperties": False,
-        },
-        output_schema=None,
-        adapter=ADAPTER_ID,
-        scope="amcp:admin:write" if write else "amcp:admin:read",
-        side_effect=write,
-        idempotent=False,
-        dealer_scoped=False,
-        domain="admin",
-        tags=("admin", "workflow"),
-    )
-
-
-WORKFLOW_ADMIN_ACTIONS: tuple[Action, ...] = (
-    _admin(
-        "admin.workflows.upload",
-        "Upload a BPMN 2.0 definition for the company; it becomes the next version of `workflow_id`.",
-        {"workflow_id": WORKFLOW_ID, "bpmn": {"type": "string", "minLength": 1, "maxLength": engine.MAX_BPMN_BYTES}},
-        ["workflow_id", "bpmn"],
-        write=True,
-    ),
-    _admin(
-        "admin.workflows.list", "List the company's workflow definitions and the shipped defaults.", {}, [], write=False
-    ),
-)
 
 
 def _record_view(record: DefinitionRecord) -> dict[str, Any]:

@@ -32,8 +32,8 @@ from SpiffWorkflow.spiff.serializer.task_spec import ServiceTaskConverter  # typ
 from SpiffWorkflow.spiff.specs.defaults import ServiceTask  # type: ignore[import-untyped]
 from SpiffWorkflow.util.task import TaskState  # type: ignore[import-untyped]
 
-from forecourt.adapters.workflow.errors import InvalidDefinition
-from forecourt.adapters.workflow.expressions import SandboxScriptEngine, UnsafeExpression, compile_checked
+from forecourt.adapters.workflow.errors import InvalidDefinition, UnsafeExpression
+from forecourt.adapters.workflow.expressions import SandboxScriptEngine, compile_checked
 
 MAX_BPMN_BYTES = 512 * 1024
 PENDING_KEY = "forecourt_request"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forecourt.errors import Conflict, InvalidParams, NotFound
+from forecourt.errors import Conflict, Forbidden, InvalidParams, NotFound
 
 
 class InvalidDefinition(InvalidParams):
@@ -48,3 +48,23 @@ class RunBusy(Conflict):
 class RunNotResumable(Conflict):
     code = "workflow.run_not_resumable"
     default_message = "The workflow run is not in a state that can be resumed."
+
+
+# raised in forecourt.adapters.workflow.expressions
+
+
+class UnsafeExpression(InvalidParams, ValueError):
+    """A script or expression uses syntax outside the sandbox (raised at upload and at run time)."""
+
+    code = "workflow.unsafe_expression"
+    default_message = "The script or expression uses something the sandbox does not allow."
+
+
+# raised in forecourt.adapters.workflow.runner
+
+
+class OperatorNotAllowed(Forbidden):
+    """A workflow service task names an action workflows may not call."""
+
+    code = "workflow.operator_not_allowed"
+    default_message = "A workflow may not call this action."

@@ -30,11 +30,16 @@ from forecourt.actions.base import Catalogue, ExecutionContext
 from forecourt.adapters.workflow import engine
 from forecourt.adapters.workflow.builtins import Builtins
 from forecourt.adapters.workflow.definitions import resolve
-from forecourt.adapters.workflow.errors import RunBusy, RunNotFound, TaskNotWaiting
-from forecourt.adapters.workflow.expressions import UnsafeExpression
+from forecourt.adapters.workflow.errors import (
+    OperatorNotAllowed,
+    RunBusy,
+    RunNotFound,
+    TaskNotWaiting,
+    UnsafeExpression,
+)
 from forecourt.adapters.workflow.repository import RunRecord, WorkflowRepository
 from forecourt.adapters.workflow.views import run_view, summary_view, validate_submission
-from forecourt.errors import Forbidden, ForecourtError, InternalError, UnknownAction
+from forecourt.errors import ForecourtError, InternalError, UnknownAction
 
 logger = logging.getLogger(__name__)
 
@@ -43,11 +48,6 @@ MAX_LOG_ENTRIES = 500
 # A workflow must not start or drive workflows: that would nest bulkheads and leases without bound.
 FORBIDDEN_OPERATORS = frozenset({"workflow.run", "workflow.complete_task", "workflow.resume"})
 _ENGINE_ERRORS = (SpiffWorkflowException, UnsafeExpression, ValueError, TypeError, KeyError)
-
-
-class OperatorNotAllowed(Forbidden):
-    code = "workflow.operator_not_allowed"
-    default_message = "A workflow may not call this action."
 
 
 @dataclass

@@ -24,9 +24,9 @@ from datetime import datetime, timedelta
 
 from pydantic import SecretStr
 
-from forecourt.domain.tenancy import Member
+from forecourt.domain.tenancy import TOOLSET_NAMES, Member
 from forecourt.domain.timeutil import utcnow
-from forecourt.errors import Expired, InvalidParams, MemberNotFound, Unauthorized
+from forecourt.errors import Expired, InvalidParams, MemberNotFound, TenancyDenied, Unauthorized
 from forecourt.gateway.auth.common import Clock, Now, TenancySource, narrow, require_usable_member
 from forecourt.gateway.base import Credentials, Principal, RevocationList
 from forecourt.settings import Settings
@@ -153,6 +153,7 @@ class ApiKeyService:
         dealership_ids: tuple[str, ...] = (),
         ttl: timedelta | None = None,
         expires_at: datetime | None = None,
+        toolset: str | None = None,
     ) -> IssuedApiKey:
         """Create a key for a member; the plaintext is in the result and nowhere else.
 
@@ -164,6 +165,7 @@ class ApiKeyService:
             dealership_ids: Narrow the key to these of the member's dealerships (empty: all of them).
             ttl: Lifetime from now; ignored when ``expires_at`` is given.
             expires_at: Absolute expiry (aware).
+            toolset: The MCP toolset this key's callers are offered (``None``: the member's).
 
         Returns:
             The key and its stored record.
@@ -177,9 +179,13 @@ class ApiKeyService:
             expires_at = now + ttl
         if expires_at is not None and (expires_at.tzinfo is None or expires_at <= now):
             raise InvalidParams("The key expiry must be an aware time in the future.")
+        if toolset is not None and toolset not in TOOLSET_NAMES:
+            raise InvalidParams("Unknown toolset.", details={"toolsets": list(TOOLSET_NAMES)})
         async with self._store.transaction() as uow:
-            if await uow.tenancy.get_member(company_id, member_id) is None:
+            member = await uow.tenancy.get_member(company_id, member_id)
+            if member is None:
                 raise MemberNotFound()
+            _refuse_grants_beyond(member, scopes, dealership_ids)
             prefix = await self._fresh_prefix(uow.tenancy)
             secret = "".join(secrets.choice(_SECRET_ALPHABET) for _ in range(SECRET_LENGTH))
             record = ApiKeyRecord(
@@ -192,6 +198,7 @@ class ApiKeyService:
                 dealership_ids=tuple(dealership_ids),
                 created_at=now,
                 expires_at=expires_at,
+                toolset=toolset,
             )
             await uow.tenancy.add_api_key(record)
         logger.info("created API key %s for %s/%s", prefix, company_id, member_id)
@@ -318,6 +325,8 @@ class ApiKeyAuthenticator:
         if record.expires_at is not None and record.expires_at <= self._now():
             raise Expired("The API key has expired.")
         usable = require_usable_member(member, "api_key")
+        if record.toolset is not None:  # the key's toolset shapes what its callers are offered
+            usable = usable.model_copy(update={"toolset": record.toolset})
         return Principal(
             method="api_key",
             company_id=record.company_id,
@@ -352,3 +361,19 @@ class ApiKeyAuthenticator:
     def forget(self, prefix: str) -> None:
         """Drop a cached record (e.g. after this replica revoked or rotated it)."""
         self._cache.pop(prefix, None)
+
+
+def _refuse_grants_beyond(member: Member, scopes: tuple[str, ...], dealership_ids: tuple[str, ...]) -> None:
+    """Refuse a key that names a dealership or a scope its member does not hold.
+
+    A key only ever narrows its member (authentication intersects the two), so such a key would silently
+    carry less than it says; naming another company's dealership is also a tenancy probe. Both are refused
+    when the key is made, not discovered later.
+    """
+    outside = sorted(set(dealership_ids) - set(member.dealership_ids))
+    if outside:
+        raise TenancyDenied("A key can only name dealerships its member is granted.")
+    unheld = [i for i, scope in enumerate(scopes) if scope not in member.scopes]
+    if unheld:
+        problems = [{"path": f"/scopes/{i}", "rule": "not_held_by_member"} for i in unheld[:5]]
+        raise InvalidParams("A key can only carry scopes its member holds.", details={"errors": problems})

@@ -73,6 +73,16 @@ def peer_address_from_scope(scope: Mapping[str, Any]) -> str | None:
     return None
 
 
+def client_address_from_scope(scope: Mapping[str, Any]) -> str | None:
+    """The client's IP address: ``scope["client"]``, which uvicorn rewrites from ``X-Forwarded-For`` only when
+    the TCP peer is one of ``FORECOURT_TRUSTED_PROXIES`` (``forecourt serve`` passes them as
+    ``forwarded_allow_ips``); the load balancer's own address otherwise."""
+    client = scope.get("client")
+    if isinstance(client, list | tuple) and client and isinstance(client[0], str):
+        return client[0]
+    return None
+
+
 def credentials_from_scope(
     scope: Mapping[str, Any], *, forwarded_cert_header: str = FORWARDED_CERT_HEADER
 ) -> Credentials:
@@ -94,6 +104,8 @@ def credentials_from_scope(
         client_cert_pem=client_cert_from_scope(scope),
         forwarded_cert=forwarded or None,
         peer_address=peer_address_from_scope(scope),
+        client_address=client_address_from_scope(scope),
+        forwarded_for=(_header(headers, b"x-forwarded-for") or "")[:MAX_HEADER_CHARS] or None,
     )
 
 

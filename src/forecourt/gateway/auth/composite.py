@@ -15,6 +15,7 @@ from forecourt.gateway.auth.apikeys import ApiKeyAuthenticator, looks_like_api_k
 from forecourt.gateway.auth.common import MemberDirectory, TenancySource
 from forecourt.gateway.auth.jwt import JwksCache, OidcAuthenticator, looks_like_jwt
 from forecourt.gateway.auth.mtls import MtlsAuthenticator
+from forecourt.gateway.auth.operator import OperatorKeys, looks_like_operator_key
 from forecourt.gateway.base import Authenticator, Credentials, Principal, RevocationList
 from forecourt.settings import Settings
 
@@ -31,6 +32,7 @@ class CompositeAuthenticator:
         oidc: OidcAuthenticator | Authenticator | None = None,
         mtls: MtlsAuthenticator | Authenticator | None = None,
         jwks: JwksCache | None = None,
+        operator_keys: Authenticator | None = None,
     ) -> None:
         """Create the composite; any of the three may be left out (that kind of credential is then refused).
 
@@ -39,11 +41,13 @@ class CompositeAuthenticator:
             oidc: Verifies JWT bearer tokens.
             mtls: Verifies client certificates (server-verified or forwarded by a trusted proxy).
             jwks: A JWKS cache to close with :meth:`aclose`.
+            operator_keys: Verifies ``fco_...`` operator keys.
         """
         self._api_keys = api_keys
         self._oidc = oidc
         self._mtls = mtls
         self._jwks = jwks
+        self._operator_keys = operator_keys
 
     async def aclose(self) -> None:
         """Close the JWKS cache's HTTP client (call on shutdown)."""
@@ -78,6 +82,8 @@ class CompositeAuthenticator:
             return None
         if looks_like_api_key(token):
             chosen = self._api_keys
+        elif looks_like_operator_key(token):
+            chosen = self._operator_keys
         elif looks_like_jwt(token):
             chosen = self._oidc
         else:
@@ -114,4 +120,5 @@ def build_authenticator(
         oidc=OidcAuthenticator(store, jwks, directory=directory),
         mtls=MtlsAuthenticator(store, trusted_proxies=settings.trusted_proxies, directory=directory),
         jwks=jwks,
+        operator_keys=OperatorKeys(store, settings.api_key_pepper),
     )

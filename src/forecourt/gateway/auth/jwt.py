@@ -28,11 +28,12 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from forecourt.domain.tenancy import Company, Member
-from forecourt.errors import Expired, Unauthorized, UpstreamUnavailable
+from forecourt.errors import Expired, Unauthorized, UnsafeTarget, UpstreamUnavailable
 from forecourt.gateway.auth.apikeys import looks_like_api_key
 from forecourt.gateway.auth.common import Clock, MemberDirectory, TenancySource, require_usable_member
 from forecourt.gateway.base import Credentials, Principal
-from forecourt.netguard import UnsafeTarget, check_url_async
+from forecourt.netguard import check_url_async
+from forecourt.outbound_urls import guarded_transport
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +155,8 @@ class JwksCache:
     async def _get_json(self, url: str) -> Any:
         await check_url_async(url, allow_private=self._allow_private, allowed_hosts=self._allowed_hosts)
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout_s, follow_redirects=False)
+            transport = guarded_transport(allow_private=self._allow_private, allowed_hosts=self._allowed_hosts)
+            self._client = httpx.AsyncClient(timeout=self._timeout_s, follow_redirects=False, transport=transport)
         try:
             response = await self._client.get(url, timeout=self._timeout_s, headers={"Accept": "application/json"})
             response.raise_for_status()

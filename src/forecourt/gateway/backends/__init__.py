@@ -43,6 +43,8 @@ class Backends:
     revocations: RevocationList
     events: EventBus
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, repr=False)
+    ping: Callable[[], Awaitable[object]] | None = field(default=None, repr=False)
+    """One round trip to the shared store (Redis ``PING``); ``None`` in memory. For ``/readyz`` and metrics."""
 
     async def close(self) -> None:
         """Close the event bus, then the Redis connections; idempotent."""
@@ -88,6 +90,7 @@ def redis_backends(settings: Settings) -> Backends:
         revocations=RedisRevocationList(client, prefix=prefix),
         events=events,
         _closers=[events.close, client.aclose],
+        ping=client.ping,
     )
 
 

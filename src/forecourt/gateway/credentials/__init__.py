@@ -7,8 +7,9 @@ from forecourt.gateway.credentials.broker import (
     merge_credentials_config,
 )
 from forecourt.gateway.credentials.google import GoogleCredentialProvider
-from forecourt.gateway.credentials.secret import CredentialUnavailable, SecretProvider, read_secret
+from forecourt.gateway.credentials.secret import SecretProvider, read_secret
 from forecourt.gateway.credentials.signed_jwt import SignedJwtProvider
+from forecourt.gateway.errors import CredentialUnavailable
 
 __all__ = [
     "CredentialBroker",

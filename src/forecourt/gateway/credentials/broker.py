@@ -19,8 +19,9 @@ from typing import Any
 from forecourt.gateway.auth.common import TenancySource
 from forecourt.gateway.base import CredentialProvider, IssuedCredential
 from forecourt.gateway.credentials.google import GoogleCredentialProvider
-from forecourt.gateway.credentials.secret import CredentialUnavailable, SecretProvider
+from forecourt.gateway.credentials.secret import SecretProvider
 from forecourt.gateway.credentials.signed_jwt import SignedJwtProvider
+from forecourt.gateway.errors import CredentialUnavailable
 from forecourt.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -192,6 +193,12 @@ class CredentialBroker:
     def close(self) -> None:
         """Release the Google provider's HTTP client, if one was created."""
         if self._google is not None:
+            self._google.close()
+
+    async def aclose(self) -> None:
+        """Release the Google provider's HTTP clients (its token exchange's too), if one was created."""
+        if self._google is not None:
+            await self._google.exchange.aclose()
             self._google.close()
 
 

@@ -10,6 +10,10 @@ Where the identity comes from, by configuration:
 A service account signs a JWT and exchanges it at its ``token_uri`` (the RFC 7523 JWT bearer grant). The
 token is reused until it is within ``refresh_margin_s`` of expiry (``reuse: false`` refreshes on every
 call); google-auth's blocking refresh runs in a worker thread over an httpx client.
+
+With ``downscope: {rules: [...], sts_url?}`` the cached token is only the source: every call exchanges it at the
+Security Token Service for a token limited by a credential access boundary made for that call
+(:mod:`forecourt.gateway.credentials.per_call`), and that token is used once.
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ from google.auth.credentials import Credentials as GoogleCredentials
 from forecourt.domain.timeutil import utcnow
 from forecourt.gateway.auth.common import Now
 from forecourt.gateway.base import IssuedCredential
-from forecourt.gateway.credentials.secret import CredentialUnavailable, read_secret
+from forecourt.gateway.credentials.per_call import DownscopedExchange, current_call_scope
+from forecourt.gateway.credentials.secret import read_secret
+from forecourt.gateway.errors import CredentialUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -121,6 +127,7 @@ class GoogleCredentialProvider:
         self._margin = timedelta(seconds=refresh_margin_s)
         self._now = now
         self._slots: dict[str, _Slot] = {}
+        self.exchange = DownscopedExchange()
 
     def close(self) -> None:
         """Close the HTTP client."""
@@ -199,6 +206,12 @@ class GoogleCredentialProvider:
             slot.refused = None
             token = str(creds.token)
             expires_at = _aware(creds.expiry)
+        downscope = config.get("downscope")
+        if isinstance(downscope, Mapping):
+            token, per_call_expiry = await self.exchange.exchange(token, downscope, current_call_scope(), self._now())
+            if per_call_expiry is not None and (expires_at is None or per_call_expiry < expires_at):
+                expires_at = per_call_expiry
+            logger.debug("exchanged a downscoped token for adapter %s", adapter_id)
         return IssuedCredential(
             kind="bearer", value=token, expires_at=expires_at, headers={"Authorization": f"Bearer {token}"}
         )

@@ -14,22 +14,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from forecourt.errors import ForecourtError
 from forecourt.gateway.base import IssuedCredential
+from forecourt.gateway.errors import CredentialUnavailable
 
 logger = logging.getLogger(__name__)
 
 RESERVED_ENV_PREFIX = "FORECOURT_"
 MAX_SECRET_BYTES = 65_536
-
-
-class CredentialUnavailable(ForecourtError):
-    """An adapter's credential could not be obtained (misconfigured, missing, or its issuer failed)."""
-
-    code = "credentials.unavailable"
-    http_status = 503
-    jsonrpc_code = -32000
-    default_message = "Credentials for this adapter are not available."
 
 
 def read_secret(

@@ -1,11 +1,13 @@
 """Short-lived JWTs (HS256 or RS256) that internal services accept as proof of a Forecourt call.
 
 ``aud`` is the adapter id, ``exp`` at most five minutes away, ``sub`` the calling company, ``jti`` random:
-a token captured in one service's logs is useless against another service and soon useless everywhere.
+a token captured in one service's logs is useless against another service and soon useless everywhere. A ``call``
+claim names the action, model and trace id of the one call it was minted for (``call_claims: false`` drops it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import secrets
@@ -20,14 +22,17 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from forecourt.domain.timeutil import utcnow
 from forecourt.gateway.auth.common import Now
 from forecourt.gateway.base import IssuedCredential
-from forecourt.gateway.credentials.secret import CredentialUnavailable, read_secret
+from forecourt.gateway.credentials.per_call import call_claims, current_call_scope
+from forecourt.gateway.credentials.secret import read_secret
+from forecourt.gateway.errors import CredentialUnavailable
 
 logger = logging.getLogger(__name__)
 
 MAX_TTL_S = 300
 DEFAULT_TTL_S = 120
 MIN_HMAC_KEY_BYTES = 32
-_RESERVED_CLAIMS = frozenset({"iss", "sub", "aud", "iat", "nbf", "exp", "jti"})
+MAX_CACHED_KEYS = 16
+_RESERVED_CLAIMS = frozenset({"iss", "sub", "aud", "iat", "nbf", "exp", "jti", "call"})
 
 
 class SignedJwtProvider:
@@ -46,6 +51,7 @@ class SignedJwtProvider:
         self._environ = os.environ if environ is None else environ
         self._issuer = issuer
         self._now = now
+        self._rsa_keys: dict[str, rsa.RSAPrivateKey] = {}
 
     def _signing_key(self, algorithm: str, config: Mapping[str, Any]) -> str | rsa.RSAPrivateKey:
         secret = read_secret(config, environ=self._environ, env_key="key_env", file_key="key_file")
@@ -54,12 +60,21 @@ class SignedJwtProvider:
                 logger.warning("HS256 key for signed JWTs is shorter than %d bytes", MIN_HMAC_KEY_BYTES)
                 raise CredentialUnavailable()
             return secret
+        # The PEM is read per call (a rotated key takes effect at once), but parsing and checking an RSA key costs
+        # ~100 ms: parsed keys are kept by the digest of their PEM.
+        digest = hashlib.sha256(secret.encode()).hexdigest()
+        cached = self._rsa_keys.get(digest)
+        if cached is not None:
+            return cached
         try:
             key = serialization.load_pem_private_key(secret.encode(), password=None)
         except (ValueError, TypeError) as exc:
             raise CredentialUnavailable() from exc
         if not isinstance(key, rsa.RSAPrivateKey):
             raise CredentialUnavailable()
+        if len(self._rsa_keys) >= MAX_CACHED_KEYS:
+            self._rsa_keys.clear()
+        self._rsa_keys[digest] = key
         return key
 
     def rejected(self, adapter_id: str, config: Mapping[str, Any], credential: IssuedCredential) -> None:
@@ -100,6 +115,8 @@ class SignedJwtProvider:
         )
         if company_id:
             claims["company"] = company_id
+        if config.get("call_claims", True) is not False:
+            claims.update(call_claims(current_call_scope()))
         headers = {"kid": str(config["kid"])} if config.get("kid") else None
         token = jwt.encode(claims, self._signing_key(algorithm, config), algorithm=algorithm, headers=headers)
         logger.debug("minted %s token for adapter %s (ttl %ds)", algorithm, adapter_id, ttl_s)

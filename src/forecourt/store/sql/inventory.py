@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -13,8 +14,8 @@ from forecourt.domain.money import Money
 from forecourt.domain.timeutil import utcnow
 from forecourt.domain.vehicle import Condition, Facets, InventoryQuery, SearchPage, Vehicle, VehicleStatus
 from forecourt.errors import AlreadyExists, InvalidParams, VehicleNotFound
-from forecourt.store.sql import search
-from forecourt.store.sql.context import TxContext, dump, new_id
+from forecourt.store.sql import inventory_bulk, search
+from forecourt.store.sql.context import TxContext, new_id
 from forecourt.store.sql.tables import vehicles
 
 _V = vehicles.c
@@ -37,9 +38,15 @@ def _money_cols(prefix: str, money: Money | None) -> dict[str, Any]:
     return {f"{prefix}_minor": money.amount_minor, f"{prefix}_currency": money.currency}
 
 
+_ROW_FIELDS = [n for n in Vehicle.model_fields if n not in ("msrp", "list_price", "price", "mileage", "photos")]
+
+
 def vehicle_row(vehicle: Vehicle) -> dict[str, Any]:
     """The ``vehicles`` row for a vehicle, with lower-cased and search columns filled in."""
-    row = dump(vehicle, exclude=("msrp", "list_price", "price", "mileage", "photos"))
+    values = vehicle.__dict__
+    row = {name: values[name] for name in _ROW_FIELDS}
+    row["condition"] = Condition(row["condition"]).value
+    row["status"] = VehicleStatus(row["status"]).value
     row["photos"] = list(vehicle.photos)
     for name in ("stock", "make", "model", "trim", "body", "transmission", "driveline", "fuel"):
         row[f"{name}_l"] = str(row[name]).strip().lower()
@@ -188,17 +195,25 @@ class SqlInventoryRepository:
 
     async def mark_unavailable_except(self, dealership_id: str, keep_vins: set[str], at: datetime) -> int:
         """Mark every offerable vehicle whose VIN is not in ``keep_vins`` as removed; returns how many."""
-        await self._ctx.lock_outbox()
-        keep = {v.strip().upper() for v in keep_vins}
-        stmt = sa.select(*_SELECT_COLUMNS).where(_V.dealership_id == dealership_id, _V.status.in_(search.OFFERABLE))
-        gone = [v for v in map(vehicle_from_row, await self._ctx.conn.execute(stmt)) if v.vin not in keep]
-        values = {"status": VehicleStatus.REMOVED.value, "updated_at": at}
-        for start in range(0, len(gone), _CHUNK):
-            ids = [v.id for v in gone[start : start + _CHUNK]]
-            await self._ctx.update_where(vehicles, (_V.id.in_(ids),), values)
-        removed = [v.model_copy(update={"status": VehicleStatus.REMOVED, "updated_at": at}) for v in gone]
-        await self._ctx.emit_many([_event(v, ChangeType.UPDATED, at) for v in removed])
-        return len(gone)
+        return await inventory_bulk.mark_removed_except(self._ctx, dealership_id, keep_vins, at)
+
+    async def get_many_by_vin(
+        self, dealership_id: str, vins: Collection[str], *, lock: bool = False
+    ) -> dict[str, Vehicle]:
+        """The dealership's vehicles with these VINs, by VIN; ``lock`` for a transaction about to write them."""
+        return await inventory_bulk.get_many_by_vin(
+            self._ctx, dealership_id, vins, _SELECT_COLUMNS, vehicle_from_row, lock=lock
+        )
+
+    async def write_import(
+        self, created: Sequence[Vehicle], changed: Sequence[Vehicle], verified: Sequence[str], at: datetime
+    ) -> None:
+        """Write one batch of a feed import (see :func:`forecourt.store.sql.inventory_bulk.write_import`)."""
+        await inventory_bulk.write_import(self._ctx, created, changed, verified, at, vehicle_row)
+
+    async def offerable_vins(self, dealership_id: str) -> set[str]:
+        """VINs of the dealership's vehicles that are on offer."""
+        return await inventory_bulk.offerable_vins(self._ctx, dealership_id)
 
     async def set_status(self, dealership_id: str, vehicle_id: str, status: str, at: datetime) -> Vehicle:
         """Change a vehicle's status (``sold`` also stamps ``sold_at``); raises ``VehicleNotFound``."""

@@ -89,6 +89,21 @@ class SqlCustomerRepository:
                 return _customer(row)
         return None
 
+    async def sharing_contact(
+        self, dealership_id: str, email: str | None, phone: str | None, limit: int = 20
+    ) -> list[Customer]:
+        """Customers with that e-mail (case-insensitive) or that exact phone number, oldest first."""
+        match = [c == v for c, v in ((_C.email_l, email.strip().lower() if email else None), (_C.phone, phone)) if v]
+        if not match:
+            return []
+        stmt = (
+            sa.select(customers)
+            .where(_C.dealership_id == dealership_id, sa.or_(*match))
+            .order_by(_C.created_at, _C.id)
+            .limit(limit)
+        )
+        return [_customer(row) for row in await self._ctx.conn.execute(stmt)]
+
     async def page(self, dealership_id: str, offset: int, limit: int) -> tuple[list[Customer], int]:
         """A page of a dealership's customers, oldest first, and how many there are."""
         order = [_C.created_at, _C.id]

@@ -97,6 +97,14 @@ class SqlDeliveryRepository:
         if not await self._ctx.update_where(deliveries, (_D.id == delivery.id,), dump(delivery)):
             raise NotFound()
 
+    async def backlog(self) -> dict[str, int]:
+        """How many deliveries are not delivered, by status (``pending``, ``retrying``, ``failed``)."""
+        stmt = sa.select(_D.status, sa.func.count()).where(_D.status.in_((*DUE_STATUSES, "failed"))).group_by(_D.status)
+        counts = {status: 0 for status in (*DUE_STATUSES, "failed")}
+        for status, count in await self._ctx.conn.execute(stmt):
+            counts[str(status)] = int(count)
+        return counts
+
     async def due(self, now: datetime, limit: int) -> list[Delivery]:
         """Deliveries to attempt now, longest waiting first."""
         stmt = (

@@ -3,33 +3,57 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from forecourt.domain.vehicle import Vehicle
+from forecourt.store.audit_context import pending_audit
 from forecourt.store.base import (
+    AapRecordRepository,
     AuditRepository,
     ConsentRepository,
+    CrmMailRepository,
     CustomerRepository,
     DeliveryRepository,
+    FeedSourceRepository,
     InventoryRepository,
+    KnowledgeRepository,
     LeadRepository,
+    NamedQueryRepository,
     OutboxRepository,
     ServiceRepository,
     TenancyRepository,
     UnitOfWork,
+    UpstreamRepository,
+    WorkflowRepository,
 )
+from forecourt.store.sql.aap_tables import SqlAapRecordRepository
+from forecourt.store.sql.bulk import bulk_load
 from forecourt.store.sql.context import TxContext
 from forecourt.store.sql.engine import READ_ONLY_KEY
+from forecourt.store.sql.feeds import SqlCrmMailRepository, SqlFeedSourceRepository
 from forecourt.store.sql.inline import InlineConnection, inline_read_engine
 from forecourt.store.sql.inventory import SqlInventoryRepository
+from forecourt.store.sql.knowledge import SqlKnowledgeRepository
+from forecourt.store.sql.named_queries import SqlNamedQueryRepository
 from forecourt.store.sql.people import SqlConsentRepository, SqlCustomerRepository, SqlLeadRepository
 from forecourt.store.sql.records import SqlAuditRepository, SqlDeliveryRepository, SqlOutboxRepository
 from forecourt.store.sql.service import SqlServiceRepository
 from forecourt.store.sql.tenancy import SqlTenancyRepository
+from forecourt.store.sql.upstreams import SqlUpstreamRepository
+from forecourt.store.sql.vectors import SqlVectorRepository
+from forecourt.store.sql.workflows import SqlWorkflowRepository
+from forecourt.store.vectors import VectorRepository
+
+if TYPE_CHECKING:
+    from a2a.server.context import ServerCallContext
+    from a2a.server.tasks import PushNotificationConfigStore
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +63,7 @@ class SqlUnitOfWork:
 
     def __init__(self, conn: AsyncConnection | InlineConnection) -> None:
         ctx = TxContext(conn)
+        self._ctx = ctx
         self.connection = conn
         self.tenancy: TenancyRepository = SqlTenancyRepository(ctx)
         self.inventory: InventoryRepository = SqlInventoryRepository(ctx)
@@ -49,6 +74,40 @@ class SqlUnitOfWork:
         self.outbox: OutboxRepository = SqlOutboxRepository(ctx)
         self.audit: AuditRepository = SqlAuditRepository(ctx)
         self.deliveries: DeliveryRepository = SqlDeliveryRepository(ctx)
+        self.feeds: FeedSourceRepository = SqlFeedSourceRepository(ctx)
+        self.crm_mail: CrmMailRepository = SqlCrmMailRepository(ctx)
+
+    # The feature repositories below are built on first use: most units of work never touch them.
+
+    @cached_property
+    def vectors(self) -> VectorRepository:
+        """Stored vectors of ``embedding.create`` (their SQL needs the async driver: not on inline read units)."""
+        return SqlVectorRepository(self.connection)  # type: ignore[arg-type]
+
+    @cached_property
+    def knowledge(self) -> KnowledgeRepository:
+        """Knowledge documents, chunks, vectors and the embedding cache."""
+        return SqlKnowledgeRepository(self._ctx)
+
+    @cached_property
+    def workflows(self) -> WorkflowRepository:
+        """Workflow definitions, runs and rotation counters."""
+        return SqlWorkflowRepository(self._ctx)
+
+    @cached_property
+    def upstreams(self) -> UpstreamRepository:
+        """Upstream MCP server definitions per company."""
+        return SqlUpstreamRepository(self._ctx)
+
+    @cached_property
+    def named_queries(self) -> NamedQueryRepository:
+        """Named query definitions per company, and running them."""
+        return SqlNamedQueryRepository(self._ctx)
+
+    @cached_property
+    def aap_records(self) -> AapRecordRepository:
+        """AAP push subscriptions and outbox cursors."""
+        return SqlAapRecordRepository(self._ctx)
 
 
 class SqlStore:
@@ -70,9 +129,18 @@ class SqlStore:
         return self._transaction()
 
     @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[UnitOfWork]:
+    async def _transaction(self) -> AsyncIterator[SqlUnitOfWork]:
+        pending = pending_audit.get()
+        if pending is not None and pending.written:
+            pending = None
         async with self.engine.begin() as conn:
-            yield SqlUnitOfWork(conn)
+            uow = SqlUnitOfWork(conn)
+            yield uow
+            if pending is not None:
+                # A side-effect call's record commits with its effect (see forecourt.store.audit_context).
+                await uow.audit.add_many([pending.build()])
+        if pending is not None:
+            pending.written = True
 
     def read(self) -> AbstractAsyncContextManager[UnitOfWork]:
         """A unit of work for reads only: on SQLite it does not take the write lock, so it never waits for writers."""
@@ -102,6 +170,25 @@ class SqlStore:
             logger.warning("database ping failed: %s", type(exc).__name__)
             return False
         return True
+
+    async def bulk_load_vehicles(
+        self,
+        vehicles: Iterable[Vehicle],
+        *,
+        dealership_id: str | None = None,
+        batch_size: int = 5_000,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Insert vehicles fast, ``batch_size`` per transaction (see :mod:`forecourt.store.sql.bulk`)."""
+        return await bulk_load(
+            self._transaction, vehicles, dealership_id=dealership_id, batch_size=batch_size, progress=progress
+        )
+
+    def push_config_store(self, owner_resolver: Callable[[ServerCallContext], str]) -> PushNotificationConfigStore:
+        """The A2A push-notification config store, in this database (shared by every replica)."""
+        from forecourt.store.sql.a2a import push_config_store
+
+        return push_config_store(self.engine, owner_resolver)
 
     async def close(self) -> None:
         """Close every pooled connection."""

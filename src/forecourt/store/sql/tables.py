@@ -118,6 +118,8 @@ members = sa.Table(
     sa.Column("cert_fingerprint", sa.String()),
     sa.Column("agent_config", JSONType, nullable=False),
     sa.Column("active", sa.Boolean(), nullable=False),
+    sa.Column("toolset", sa.String()),
+    sa.Column("tool_names", sa.String()),
 )
 
 policies = sa.Table(
@@ -135,6 +137,7 @@ policies = sa.Table(
     sa.Column("redact_fields", JSONType, nullable=False),
     sa.Column("audit_retention_days", sa.Integer(), nullable=False),
     sa.Column("rate_limits", JSONType, nullable=False),
+    sa.Column("require_approval", JSONType, nullable=False, server_default="[]"),
 )
 
 adapter_settings = sa.Table(
@@ -159,6 +162,7 @@ api_keys = sa.Table(
     _ts("expires_at", nullable=True),
     _ts("revoked_at", nullable=True),
     _ts("last_used_at", nullable=True),
+    sa.Column("toolset", sa.String()),
 )
 
 # --- inventory -----------------------------------------------------------------------------------------
@@ -232,6 +236,7 @@ customers = sa.Table(
     sa.Column("preferred_channel", sa.String()),
     _ts("created_at"),
     _ts("updated_at"),
+    sa.Column("possible_duplicate_of", sa.String()),
     sa.Index("ix_customers_dealer_created", "dealership_id", "created_at"),
     sa.Index("ix_customers_dealer_email", "dealership_id", "email_l"),
     sa.Index("ix_customers_dealer_phone", "dealership_id", "phone"),

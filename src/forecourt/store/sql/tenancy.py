@@ -7,9 +7,10 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from forecourt.domain.tenancy import AdapterSetting, Company, Dealership, Member, Policy, Profile
-from forecourt.errors import AlreadyExists
-from forecourt.store.base import ApiKeyRecord
+from forecourt.errors import AlreadyExists, TenantInUse
+from forecourt.store.base import ApiKeyRecord, OperatorKeyRecord
 from forecourt.store.sql.context import TxContext, dump, row_dict
+from forecourt.store.sql.operator_tables import operator_keys
 from forecourt.store.sql.tables import (
     adapter_settings,
     api_keys,
@@ -30,6 +31,7 @@ _POLICY_JSON = (
     "allowed_models",
     "redact_fields",
     "rate_limits",
+    "require_approval",
 )
 _KEY_JSON = ("scopes", "dealership_ids")
 
@@ -159,3 +161,70 @@ class SqlTenancyRepository:
         c = api_keys.c
         live = (c.prefix == prefix, c.revoked_at.is_(None))
         return await self._ctx.update_where(api_keys, live, {"revoked_at": at}) > 0
+
+    async def get_profile(self, profile_id: str) -> Profile | None:
+        """A profile by id."""
+        row = (await self._ctx.conn.execute(sa.select(profiles).where(profiles.c.id == profile_id))).first()
+        return Profile.model_validate(row_dict(row)) if row else None
+
+    async def _refuse_if_referenced(self, column: sa.Column[str], value: str, what: str) -> None:
+        from forecourt.store.sql.schema import metadata
+
+        for table in metadata.sorted_tables:
+            for fk in table.foreign_keys:
+                if fk.column is column:
+                    stmt = sa.select(sa.literal(1)).where(fk.parent == value).limit(1)
+                    if (await self._ctx.conn.execute(stmt)).first() is not None:
+                        raise TenantInUse(f"{what} {value} still has {table.name}; it cannot be deleted.")
+
+    async def delete_dealership(self, dealership_id: str) -> None:
+        """Delete a rooftop; ``TenantInUse`` when data (vehicles, leads, ...) still refers to it."""
+        await self._refuse_if_referenced(dealerships.c.id, dealership_id, "dealership")
+        await self._ctx.conn.execute(sa.delete(dealerships).where(dealerships.c.id == dealership_id))
+
+    async def delete_member(self, company_id: str, member_id: str) -> None:
+        """Delete a member and its API keys."""
+        c = api_keys.c
+        await self._ctx.conn.execute(sa.delete(api_keys).where(c.company_id == company_id, c.member_id == member_id))
+        m = members.c
+        await self._ctx.conn.execute(sa.delete(members).where(m.company_id == company_id, m.id == member_id))
+
+    async def delete_adapter_setting(self, company_id: str, adapter_id: str) -> None:
+        """Delete a company's override of one adapter."""
+        c = adapter_settings.c
+        await self._ctx.conn.execute(
+            sa.delete(adapter_settings).where(c.company_id == company_id, c.adapter_id == adapter_id)
+        )
+
+    async def delete_company(self, company_id: str) -> None:
+        """Delete a company, its members, keys, policies and adapter overrides; ``TenantInUse`` when more remains."""
+        for table in (api_keys, members, policies, adapter_settings):
+            await self._ctx.conn.execute(sa.delete(table).where(table.c.company_id == company_id))
+        await self._refuse_if_referenced(companies.c.id, company_id, "company")
+        await self._ctx.conn.execute(sa.delete(companies).where(companies.c.id == company_id))
+
+    async def add_operator_key(self, record: OperatorKeyRecord) -> bool:
+        """Store an operator key; False when its name is taken."""
+        return await self._ctx.insert_ignore(operator_keys, dump(record))
+
+    async def get_operator_key(self, prefix: str) -> OperatorKeyRecord | None:
+        """The operator key with ``prefix``."""
+        stmt = sa.select(operator_keys).where(operator_keys.c.prefix == prefix)
+        row = (await self._ctx.conn.execute(stmt)).first()
+        return OperatorKeyRecord.model_validate(row_dict(row)) if row else None
+
+    async def list_operator_keys(self) -> list[OperatorKeyRecord]:
+        """Every operator key, oldest first."""
+        c = operator_keys.c
+        rows = await self._ctx.conn.execute(sa.select(operator_keys).order_by(c.created_at, c.prefix))
+        return [OperatorKeyRecord.model_validate(row_dict(r)) for r in rows]
+
+    async def revoke_operator_key(self, prefix: str, at: datetime) -> bool:
+        """Revoke an operator key; True when a live key was revoked."""
+        c = operator_keys.c
+        return (
+            await self._ctx.update_where(
+                operator_keys, (c.prefix == prefix, c.revoked_at.is_(None)), {"revoked_at": at}
+            )
+            > 0
+        )

@@ -11,37 +11,28 @@ from __future__ import annotations
 
 import json
 import logging
-import warnings
 from collections.abc import Awaitable, Callable
-from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a2a.client.card_resolver import parse_agent_card
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
-from a2a.server.tasks import (
-    DatabasePushNotificationConfigStore,
-    InMemoryPushNotificationConfigStore,
-    InMemoryTaskStore,
-    PushNotificationConfigStore,
-    TaskStore,
-)
-from sqlalchemy.exc import SAWarning
+from a2a.server.tasks import InMemoryTaskStore, PushNotificationConfigStore, TaskStore
+from prometheus_client import Counter
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route
 
-from forecourt.aap.actions import DELIVERY_STATUS_ACTION
-from forecourt.aap.discovery import DealerDirectory
-from forecourt.aap.schemas import SKILLS, normalise_numbers
+from forecourt.domain.aap_spec import SKILLS, normalise_numbers
 from forecourt.domain.tenancy import Company, Dealership
-from forecourt.errors import ForecourtError, InternalError
+from forecourt.errors import ForecourtError, InternalError, UnsafeTarget
 from forecourt.gateway.auth.asgi import credentials_from_scope
 from forecourt.gateway.base import Invocation
 from forecourt.gateway.pipeline import Gateway
-from forecourt.netguard import UnsafeTarget, check_url_async
+from forecourt.netguard import check_url_async
 from forecourt.settings import Settings
+from forecourt.surfaces.a2a import client_faults
 from forecourt.surfaces.a2a.card import (
     CARD_PATH,
     GUIDE_PATH,
@@ -53,12 +44,14 @@ from forecourt.surfaces.a2a.card import (
     build_manifest,
 )
 from forecourt.surfaces.a2a.executor import AapExecutor, Subscriber, recorded_error
-from forecourt.surfaces.http_util import error_body
+from forecourt.surfaces.a2a.streaming import stream_with_aap_errors
+from forecourt.surfaces.http_util import error_body, error_headers
+
+if TYPE_CHECKING:
+    from forecourt.store.base import Store
 
 logger = logging.getLogger(__name__)
 
-TASKS_TABLE = "a2a_tasks"
-PUSH_CONFIGS_TABLE = "a2a_push_configs"
 _CACHE = "public, max-age=60"
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -93,32 +86,15 @@ def push_url_validator(settings: Settings) -> Callable[[str], Awaitable[bool]]:
     return validate
 
 
-@cache
-def _models() -> tuple[Any, Any]:
-    """The SDK's ORM classes for Forecourt's table names, declared once per process."""
-    from a2a.server.models import create_push_notification_config_model, create_task_model
+def a2a_stores(store: Store) -> tuple[TaskStore, PushNotificationConfigStore]:
+    """The SDK's task store and the push-config store (the store keeps the latter in the shared database).
 
-    with warnings.catch_warnings():
-        # The SDK names every generated class like its default one; harmless, declared once here.
-        warnings.simplefilter("ignore", SAWarning)
-        return create_task_model(TASKS_TABLE), create_push_notification_config_model(PUSH_CONFIGS_TABLE)
-
-
-def a2a_stores(store: Any) -> tuple[TaskStore, PushNotificationConfigStore]:
-    """The SDK's task store and the push-config store (in the shared database when there is an SQL engine).
-
-    Every AAP skill answers with a single ``Message``, so no Task is ever stored (nor any customer message
-    in one): the task store only holds the SDK's per-request bookkeeping and stays in memory. Push configs
-    must outlive the request and be visible to every replica, so they live in the database.
+    Every AAP skill answers with a single ``Message``, so no Task holding a customer message is ever stored
+    (a call held for approval answers an input-required Task without history): the task store only holds the
+    SDK's per-request bookkeeping and stays in memory. Push configs must outlive the request and be visible to
+    every replica, so they live in the database.
     """
-    tasks = InMemoryTaskStore(owner_resolver=dealership_owner)
-    engine = getattr(store, "engine", None)
-    if engine is None:
-        return tasks, InMemoryPushNotificationConfigStore(owner_resolver=dealership_owner)
-    _task_model, config_model = _models()
-    configs = DatabasePushNotificationConfigStore(engine, create_table=True, owner_resolver=dealership_owner)
-    configs.config_model = config_model
-    return tasks, configs
+    return InMemoryTaskStore(owner_resolver=dealership_owner), store.push_config_store(dealership_owner)
 
 
 _SDK_MESSAGES = {
@@ -190,7 +166,7 @@ def _sdk_card() -> Any:
             "supportedInterfaces": [
                 {"url": "http://localhost/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
             ],
-            "capabilities": {"streaming": False, "pushNotifications": True},
+            "capabilities": {"streaming": True, "pushNotifications": True},
             "defaultInputModes": ["application/json"],
             "defaultOutputModes": ["application/json"],
             "skills": [
@@ -200,9 +176,12 @@ def _sdk_card() -> Any:
     )
 
 
-def _wrap_jsonrpc(endpoint: Endpoint) -> Endpoint:
+def _wrap_jsonrpc(endpoint: Endpoint, faults: Counter) -> Endpoint:
     async def wrapped(request: Request) -> Response:
-        response = await endpoint(request)
+        with client_faults.counting_into(faults):
+            response = await endpoint(request)
+        if isinstance(response, StreamingResponse):
+            return stream_with_aap_errors(response, request, jsonrpc=True)
         err = recorded_error(request.scope)
         if err is None:
             return _normalised(response)
@@ -217,9 +196,12 @@ def _wrap_jsonrpc(endpoint: Endpoint) -> Endpoint:
     return wrapped
 
 
-def _wrap_rest(endpoint: Endpoint) -> Endpoint:
+def _wrap_rest(endpoint: Endpoint, faults: Counter) -> Endpoint:
     async def wrapped(request: Request) -> Response:
-        response = await endpoint(request)
+        with client_faults.counting_into(faults):
+            response = await endpoint(request)
+        if isinstance(response, StreamingResponse):
+            return stream_with_aap_errors(response, request, jsonrpc=False)
         err = recorded_error(request.scope)
         if err is None:
             return _normalised(response)
@@ -230,6 +212,10 @@ def _wrap_rest(endpoint: Endpoint) -> Endpoint:
     return wrapped
 
 
+DISCOVER_ACTION = "aap.discover"
+DELIVERY_STATUS_ACTION = "leads.delivery_status"
+
+
 class A2ASurface:
     """One dealer agent per dealership over both A2A bindings, backed by ``Gateway.invoke``."""
 
@@ -237,14 +223,12 @@ class A2ASurface:
         self,
         gateway: Gateway,
         settings: Settings,
-        directory: DealerDirectory,
         *,
         subscriber: Subscriber | None = None,
         stores: tuple[TaskStore, PushNotificationConfigStore] | None = None,
     ) -> None:
         self.gateway = gateway
         self.settings = settings
-        self.directory = directory
         self.task_store, self.push_store = stores or a2a_stores(gateway.store)
         self.handler = DefaultRequestHandler(
             agent_executor=AapExecutor(gateway, subscriber),
@@ -258,13 +242,15 @@ class A2ASurface:
     def routes(self) -> list[BaseRoute]:
         """Discovery, bindings and the delivery-status admin route."""
         prefix = "/dealers/{dealership_id}"
+        client_faults.install()
+        faults = self.gateway.metrics.client_faults
         jsonrpc = [
-            Route(r.path, _wrap_jsonrpc(r.endpoint), methods=["POST"])
+            Route(r.path, _wrap_jsonrpc(r.endpoint, faults), methods=["POST"])
             for r in create_jsonrpc_routes(self.handler, rpc_url=prefix + JSONRPC_PATH, context_builder=self.builder)
             if isinstance(r, Route)
         ]
         rest = [
-            Route(r.path, _wrap_rest(r.endpoint), methods=sorted((r.methods or set()) - {"HEAD"}))
+            Route(r.path, _wrap_rest(r.endpoint, faults), methods=sorted((r.methods or set()) - {"HEAD"}))
             for r in create_rest_routes(self.handler, context_builder=self.builder)
             if isinstance(r, Route)
         ]
@@ -282,16 +268,31 @@ class A2ASurface:
 
     def _doc(self, kind: str, *, by_host: bool = False) -> Endpoint:
         async def endpoint(request: Request) -> Response:
+            payload = (
+                {"host": request.headers.get("host") or ""}
+                if by_host
+                else {"dealer_id": request.path_params["dealership_id"]}
+            )
             try:
-                if by_host:
-                    dealer, company = await self.directory.by_host(request.headers.get("host"))
-                else:
-                    dealer, company = await self.directory.by_id(request.path_params["dealership_id"])
+                outcome = await self.gateway.invoke(
+                    Invocation(
+                        action=DISCOVER_ACTION,
+                        payload=payload,
+                        credentials=credentials_from_scope(request.scope),
+                        surface="a2a",
+                        traceparent=request.headers.get("traceparent"),
+                    )
+                )
+                dealer = Dealership.model_validate(outcome.output["dealership"])
+                found = outcome.output.get("company")
+                company = Company.model_validate(found) if found else None
+            except ForecourtError as exc:
+                if exc.http_status == 404:
+                    return JSONResponse({"error": {"code": "not_found", "message": "Unknown dealer agent."}}, 404)
+                return JSONResponse(error_body(exc), status_code=exc.http_status, headers=exc.headers)
             except Exception:  # top of the surface
                 logger.exception("discovery lookup failed")
                 return JSONResponse(error_body(InternalError()), status_code=500)
-            if dealer is None:
-                return JSONResponse({"error": {"code": "not_found", "message": "Unknown dealer agent."}}, 404)
             return self._render(kind, str(request.base_url), dealer, company)
 
         return endpoint
@@ -317,7 +318,7 @@ class A2ASurface:
                 )
             )
         except ForecourtError as exc:
-            return JSONResponse(error_body(exc), status_code=exc.http_status, headers=exc.headers)
+            return JSONResponse(error_body(exc), status_code=exc.http_status, headers=error_headers(exc))
         except Exception:  # top of the surface
             logger.exception("unhandled error on the deliveries route")
             return JSONResponse(error_body(InternalError()), status_code=500)

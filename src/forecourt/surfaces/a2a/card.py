@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forecourt.aap.schemas import CONTRACT_URI, EXTENSION_URI, SCHEMA_BASE, SKILL_IDS, SKILLS
+from forecourt.domain.aap_spec import CONTRACT_URI, EXTENSION_URI, SCHEMA_BASE, SKILL_IDS, SKILLS
 from forecourt.domain.tenancy import Company, Dealership
 
 
@@ -107,7 +107,7 @@ def build_card(root: str, dealer: Dealership, company: Company | None) -> dict[s
             for i in interfaces
         ],
         "capabilities": {
-            "streaming": False,
+            "streaming": True,
             "push_notifications": True,
             "extended_agent_card": False,
             "extensions": [

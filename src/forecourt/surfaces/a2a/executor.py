@@ -4,6 +4,10 @@ Errors never become A2A Tasks: the SDK would store a FAILED task holding the cus
 in the task store. The executor records the AAP error in the request's shared ``aap`` slot and answers
 a placeholder ``Message``; the endpoint wrappers in :mod:`forecourt.surfaces.a2a.app` replace the
 response with the AAP error payload (JSON-RPC ``error.data`` or the HTTP+JSON body).
+
+One exception: a call a company policy holds for a person's approval (``approval.pending``) answers a Task in
+``input-required`` whose status message names the ``approval_id``; the Task carries no history, so the
+customer's message is not stored. Once approved, the same call sent again runs (``gateway/approvals.py``).
 """
 
 from __future__ import annotations
@@ -15,14 +19,14 @@ from typing import Any
 from a2a.helpers import get_data_parts, new_data_part, new_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.types import Part, Role
+from a2a.types import Part, Role, Task, TaskState, TaskStatus
 from google.protobuf import struct_pb2  # type: ignore[import-untyped]  # no stubs installed
 
-from forecourt.aap.errors import AapError, UnsupportedSkill, aap_error, to_aap_error
-from forecourt.aap.schemas import SKILLS_BY_MEDIA_TYPE, SKILLS_BY_REQUEST_TYPE, Skill, normalise_numbers
-from forecourt.errors import ForecourtError, InternalError
+from forecourt.domain.aap_spec import SKILLS_BY_MEDIA_TYPE, SKILLS_BY_REQUEST_TYPE, Skill, normalise_numbers
+from forecourt.errors import ApprovalPending, ForecourtError, InternalError
 from forecourt.gateway.base import Credentials, Invocation
 from forecourt.gateway.pipeline import Gateway
+from forecourt.surfaces.a2a.errors import AapError, UnsupportedSkill, aap_error, to_aap_error
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +45,25 @@ def _data_part(output: Any, media_type: str) -> Part:
     value = struct_pb2.Value()
     value.struct_value.update(output)
     return Part(data=value, media_type=media_type or "")
+
+
+def _pending_task(context: RequestContext, exc: ApprovalPending) -> Task:
+    """The input-required Task a held call answers (no history: the task store never holds the request)."""
+    note = {
+        "type": "approval.pending",
+        "code": exc.code,
+        "message": exc.message,
+        "approval_id": exc.details.get("approval_id"),
+        "retryable": True,
+    }
+    message = new_message(
+        parts=[new_data_part(note, media_type="application/json")],
+        role=Role.ROLE_AGENT,
+        context_id=context.context_id,
+        task_id=context.task_id,
+    )
+    status = TaskStatus(state=TaskState.TASK_STATE_INPUT_REQUIRED, message=message)
+    return Task(id=context.task_id or "", context_id=context.context_id or "", status=status)
 
 
 def _skill_for(data: dict[str, Any], media_type: str) -> Skill:
@@ -66,6 +89,10 @@ class AapExecutor(AgentExecutor):
         slot: dict[str, Any] = found if isinstance(found, dict) else {}
         try:
             reply = await self._run(context, state)
+        except ApprovalPending as exc:
+            # A policy holds this call for a person: a Task in input-required, without the caller's message.
+            await event_queue.enqueue_event(_pending_task(context, exc))
+            return
         except ForecourtError as exc:
             slot["error"] = to_aap_error(exc)
             await event_queue.enqueue_event(new_message(parts=[new_data_part({})], role=Role.ROLE_AGENT))

@@ -1,12 +1,5 @@
-"""The AutomotiveMCP front door: Streamable HTTP at ``/mcp`` (both protocol eras) and ``forecourt mcp --stdio``.
+"""The AutomotiveMCP front door: Streamable HTTP at ``/mcp`` (both protocol eras, :mod:`.app`) and
+``forecourt mcp --stdio``, both serving one :class:`~.server.McpSurface`.
 
 See docs/mcp.md for how to connect hosts, the URI scheme and the tool list.
 """
-
-from __future__ import annotations
-
-from forecourt.surfaces.mcp.app import mcp_routes
-from forecourt.surfaces.mcp.http import Caller
-from forecourt.surfaces.mcp.server import McpSurface
-
-__all__ = ["Caller", "McpSurface", "mcp_routes"]

@@ -1,10 +1,14 @@
 """Wiring the MCP surface into the HTTP app: routes, the session manager's lifetime, keep-alives.
 
-``mcp_routes(services)`` returns the routes to mount and registers a ``services.background`` task that runs
-the SDK's session manager for the app's lifetime:
+``mcp_routes(gateway, settings, events=..., hub=..., tasks=...)`` returns the routes to mount and runs the SDK's
+session manager as a background task for the app's lifetime:
 
 - ``/mcp`` (exactly; ``/mcp/{action}`` stays the REST envelope): Streamable HTTP, both protocol eras;
-- ``/.well-known/oauth-protected-resource/mcp`` (and ``/.well-known/oauth-protected-resource``): RFC 9728;
+- ``/.well-known/oauth-protected-resource/mcp`` (and ``/.well-known/oauth-protected-resource``): RFC 9728,
+  naming only the authorization servers the operator configured (``FORECOURT_MCP_AUTHORIZATION_SERVERS``);
+- ``/companies/{company_id}/mcp``: the same server as each company's own protected resource, with its own
+  RFC 9728 document at ``/.well-known/oauth-protected-resource/companies/{company_id}/mcp`` naming only that
+  company's identity provider, and challenges pointing there (a credential of another company is refused);
 - ``/.well-known/automotive-mcp.json``: the AutomotiveMCP manifest (also the resource ``automotive://manifest``).
 
 Any replica answers any request, in both eras: 2026-07-28 requests are self-contained, and legacy
@@ -20,76 +24,115 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from mcp.server import _streamable_http_modern
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope, Send
 
-from forecourt.surfaces.mcp.http import PRM_PATH, Caller, McpHttpGuard, protected_resource_metadata
+from forecourt.surfaces.mcp.http import (
+    COMPANY_KEY,
+    PRM_PATH,
+    Caller,
+    McpHttpGuard,
+    metadata_path,
+    protected_resource_metadata,
+)
 from forecourt.surfaces.mcp.manifest import scopes_of
 from forecourt.surfaces.mcp.server import McpSurface
 from forecourt.surfaces.mcp.sessions import LegacySessions, registry_for
 
 if TYPE_CHECKING:
-    from forecourt.bootstrap import Services
+    from forecourt.adapters.upstream.hub import UpstreamHub
+    from forecourt.background import BackgroundTasks
+    from forecourt.events import OutboxDispatcher
+    from forecourt.gateway.pipeline import Gateway
+    from forecourt.settings import Settings
 
 logger = logging.getLogger(__name__)
 ISSUER_TTL_S = 60.0
 
 
 def configure_keepalive(interval_s: float) -> None:
-    """SSE keep-alive comments on every MCP stream, in both eras (the SDK keeps these process-wide)."""
+    """SSE keep-alive comments on 2025-11-25 streams (sse-starlette's process-wide default).
+
+    2026-07-28 streams keep the SDK's own 15 s keep-alive: the SDK offers no setting for it, and Forecourt does
+    not patch the SDK's private module state.
+    """
     EventSourceResponse.DEFAULT_PING_INTERVAL = interval_s  # type: ignore[assignment]
-    _streamable_http_modern._SSE_PING_INTERVAL = interval_s
 
 
 class _Issuers:
-    """Authorization servers for the protected-resource metadata: configured ones, else the companies' OIDC issuers."""
+    """Authorization servers per protected resource: the operator's for ``/mcp``, a company's own for its resource.
 
-    def __init__(self, services: Services) -> None:
-        self.services = services
-        self._cached: tuple[float, list[str]] | None = None
+    A company's identity provider is never named on the shared resource (nor on another company's): it would
+    send any tenant's MCP host to that company to sign in, and disclose every tenant's provider.
+    """
 
-    async def get(self) -> list[str]:
-        configured = list(self.services.settings.mcp_authorization_servers)
-        if configured:
-            return configured
+    def __init__(self, gateway: Gateway, settings: Settings) -> None:
+        self.gateway = gateway
+        self.settings = settings
+        self._cached: dict[str, tuple[float, list[str] | None]] = {}
+
+    def shared(self) -> list[str]:
+        return list(self.settings.mcp_authorization_servers)
+
+    async def of_company(self, company_id: str) -> list[str] | None:
+        """The company's issuers (``None`` when there is no such company)."""
         now = time.monotonic()
-        if self._cached is not None and self._cached[0] > now:
-            return self._cached[1]
-        async with self.services.store.read() as uow:
-            companies = await uow.tenancy.list_companies()
-        issuers = sorted({c.oidc_issuer for c in companies if c.oidc_issuer})
-        self._cached = (now + ISSUER_TTL_S, issuers)
+        hit = self._cached.get(company_id)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        issuers = await self.gateway.tenancy.company_issuers(company_id)
+        if len(self._cached) > 10_000:
+            self._cached.clear()
+        self._cached[company_id] = (now + ISSUER_TTL_S, issuers)
         return issuers
+
+
+class _CompanyResource:
+    """``/companies/{company_id}/mcp``: the MCP endpoint as one company's own protected resource."""
+
+    def __init__(self, guard: McpHttpGuard, issuers: _Issuers) -> None:
+        self.guard = guard
+        self.issuers = issuers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        company_id = str(scope.get("path_params", {}).get("company_id", ""))
+        if await self.issuers.of_company(company_id) is None:
+            await JSONResponse({"error": {"code": "not_found", "message": "No such MCP server."}}, 404)(
+                scope, receive, send
+            )
+            return
+        await self.guard({**scope, COMPANY_KEY: company_id}, receive, send)
 
 
 class _Followed:
     """The dealerships a legacy session's stream follows: those of the caller's company it may address."""
 
-    def __init__(self, services: Services) -> None:
-        self.services = services
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
 
     async def of(self, caller: Caller) -> list[str]:
         principal = caller.principal
         if principal is None or principal.company_id is None:
             return []
-        async with self.services.store.read() as uow:
-            dealerships = await uow.tenancy.list_dealerships(principal.company_id)
-        ids = [d.id for d in dealerships]
+        ids = await self.gateway.tenancy.dealership_ids(principal.company_id)
         return [i for i in ids if i in principal.dealership_ids] if principal.dealership_ids else ids
 
 
-def mcp_routes(services: Services) -> list[BaseRoute]:
-    """The MCP routes; also registers the session manager as a background task of ``services``."""
-    settings = services.settings
-    surface = McpSurface(services.gateway, settings, dispatcher=services.events)
-    from forecourt.adapters.upstream.mcp_federation import install_federation
-
-    install_federation(surface, services.upstreams)  # upstream MCP servers (adapters/upstream)
+def mcp_routes(
+    gateway: Gateway,
+    settings: Settings,
+    *,
+    events: OutboxDispatcher | None,
+    hub: UpstreamHub | None,
+    tasks: BackgroundTasks,
+) -> list[BaseRoute]:
+    """The MCP routes; also runs the SDK's session manager as a background task for the app's lifetime."""
+    surface = McpSurface(gateway, settings, dispatcher=events, hub=hub)
     configure_keepalive(settings.mcp_sse_ping_s)
     manager = StreamableHTTPSessionManager(
         app=surface.server,
@@ -106,12 +149,12 @@ def mcp_routes(services: Services) -> list[BaseRoute]:
         settings=settings,
         relay=surface.relay,
         registry=registry,
-        dealerships=_Followed(services).of,
+        dealerships=_Followed(gateway).of,
     )
     ready = asyncio.Event()
     guard = McpHttpGuard(
         legacy,
-        gateway=services.gateway,
+        gateway=gateway,
         settings=settings,
         scope_for=surface.scope_for,
         anonymous_tool=surface.anonymous_tool,
@@ -128,12 +171,22 @@ def mcp_routes(services: Services) -> list[BaseRoute]:
                 await surface.close()
                 await registry.close()
 
-    services.background.append(run_session_manager)
-    issuers = _Issuers(services)
+    tasks.run(run_session_manager)
+    issuers = _Issuers(gateway, settings)
+
+    metadata_headers = {"Cache-Control": "public, max-age=3600", "Access-Control-Allow-Origin": "*"}
 
     async def resource_metadata(_: Request) -> Response:
-        doc = protected_resource_metadata(settings, scopes_of(services.catalogue), await issuers.get())
-        return JSONResponse(doc, headers={"Cache-Control": "public, max-age=3600", "Access-Control-Allow-Origin": "*"})
+        doc = protected_resource_metadata(settings, scopes_of(gateway.catalogue), issuers.shared())
+        return JSONResponse(doc, headers=metadata_headers)
+
+    async def company_metadata(request: Request) -> Response:
+        company_id = request.path_params["company_id"]
+        own = await issuers.of_company(company_id)
+        if own is None:
+            return JSONResponse({"error": {"code": "not_found", "message": "No such MCP server."}}, 404)
+        doc = protected_resource_metadata(settings, scopes_of(gateway.catalogue), own, company_id)
+        return JSONResponse(doc, headers=metadata_headers)
 
     async def manifest_document(_: Request) -> Response:
         return JSONResponse(surface.manifest(), headers={"Cache-Control": "public, max-age=300"})
@@ -142,6 +195,8 @@ def mcp_routes(services: Services) -> list[BaseRoute]:
         Route("/mcp", guard),
         Route(PRM_PATH, resource_metadata, methods=["GET"]),
         Route("/.well-known/oauth-protected-resource", resource_metadata, methods=["GET"]),
+        Route("/companies/{company_id}/mcp", _CompanyResource(guard, issuers)),
+        Route(metadata_path("{company_id}"), company_metadata, methods=["GET"]),
         Route("/.well-known/automotive-mcp.json", manifest_document, methods=["GET"]),
     ]
     guard.surface = surface  # reachable from the route, for diagnostics and tests

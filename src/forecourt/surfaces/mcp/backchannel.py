@@ -22,6 +22,7 @@ from mcp import MCPError
 from starlette.types import Message, Send
 
 from forecourt.gateway.backends.redis import UNAVAILABLE
+from forecourt.surfaces.mcp.errors import NoBackChannel
 
 logger = logging.getLogger(__name__)
 
@@ -148,10 +149,6 @@ class RedisReplies(MemoryReplies):
         except UNAVAILABLE:
             return False
         return True
-
-
-class NoBackChannel(Exception):
-    """The response cannot carry a request to the client (not an event stream, or already finished)."""
 
 
 def _content_type(message: Message) -> bytes:

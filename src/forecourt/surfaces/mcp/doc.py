@@ -1,7 +1,8 @@
-"""The tool table of docs/mcp.md, generated from the catalogue.
+"""The tool and toolset tables of docs/mcp.md, generated from the catalogue.
 
-``python -m forecourt.surfaces.mcp.doc`` prints the table; ``--write docs/mcp.md`` replaces the text between
-the ``<!-- tools:begin -->`` and ``<!-- tools:end -->`` markers. A test fails when the doc is out of date.
+``python -m forecourt.surfaces.mcp.doc`` prints the tables; ``--write docs/mcp.md`` replaces the text between
+the ``<!-- tools:begin -->`` and ``<!-- tools:end -->`` markers (and ``toolsets:``). A test fails when the doc
+is out of date. Toolset sizes are the ``tools/list`` of a member allowed every tool, counted in cl100k_base.
 """
 
 from __future__ import annotations
@@ -10,10 +11,14 @@ import sys
 from pathlib import Path
 
 from forecourt.actions.base import Action, Catalogue
-from forecourt.surfaces.mcp.tools import exposed, tool_name
+from forecourt.surfaces.mcp.tokens import measure
+from forecourt.surfaces.mcp.tools import ToolSet, exposed, tool_name
+from forecourt.surfaces.mcp.toolsets import TOOLSETS, in_toolset
 
 BEGIN = "<!-- tools:begin -->"
 END = "<!-- tools:end -->"
+TOOLSETS_BEGIN = "<!-- toolsets:begin -->"
+TOOLSETS_END = "<!-- toolsets:end -->"
 
 
 def _hints(action: Action) -> str:
@@ -24,19 +29,44 @@ def _hints(action: Action) -> str:
 
 
 def tool_table(catalogue: Catalogue) -> str:
-    """A Markdown table of every MCP tool: name, title, scope (public or not) and behaviour hints."""
-    lines = ["| tool | what it does | scope | hints |", "| --- | --- | --- | --- |"]
+    """A Markdown table of every MCP tool: name, LLM-safe name, title, scope (public or not) and hints."""
+    toolset = ToolSet(catalogue)
+    lines = ["| tool | `?names=llm` | what it does | scope | hints |", "| --- | --- | --- | --- | --- |"]
     for action in sorted((a for a in catalogue.all() if exposed(a)), key=lambda a: tool_name(a.name)):
         scope = f"`{action.scope}`" + (" (public)" if action.anonymous_allowed else "")
-        lines.append(f"| `{tool_name(action.name)}` | {action.title} | {scope} | {_hints(action)} |")
+        safe = toolset.name_of(action, "llm")
+        lines.append(f"| `{tool_name(action.name)}` | `{safe}` | {action.title} | {scope} | {_hints(action)} |")
     return "\n".join(lines)
 
 
-def replace_table(document: str, table: str) -> str:
+def toolset_table(catalogue: Catalogue) -> str:
+    """A Markdown table of the role toolsets: tool count, ``tools/list`` bytes and tokens, LLM-safe names."""
+    toolset = ToolSet(catalogue)
+    lines = [
+        "| toolset | tools | bytes | tokens (cl100k_base) | tools (`?names=llm`) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name in TOOLSETS:
+        tools = toolset.tools((a for a in catalogue.all() if exposed(a) and in_toolset(a, name)), "llm")
+        size = measure(tools)
+        shown = ", ".join(f"`{t.name}`" for t in tools) if name != "admin" else "every tool"
+        lines.append(f"| `{name}` | {size['tools']} | {size['bytes']:,} | {size['tokens']:,} | {shown} |")
+    return "\n".join(lines)
+
+
+def replace_table(document: str, table: str, begin: str = BEGIN, end: str = END) -> str:
     """``document`` with the text between the markers replaced by ``table``."""
-    head, _, rest = document.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    return f"{head}{BEGIN}\n{table}\n{END}{tail}"
+    head, _, rest = document.partition(begin)
+    _, _, tail = rest.partition(end)
+    return f"{head}{begin}\n{table}\n{end}{tail}"
+
+
+def render(document: str, catalogue: Catalogue) -> str:
+    """``document`` with both generated tables brought up to date."""
+    document = replace_table(document, tool_table(catalogue))
+    if TOOLSETS_BEGIN in document:
+        document = replace_table(document, toolset_table(catalogue), TOOLSETS_BEGIN, TOOLSETS_END)
+    return document
 
 
 def current_catalogue() -> Catalogue:
@@ -49,12 +79,12 @@ def current_catalogue() -> Catalogue:
 
 def main(argv: list[str]) -> int:
     """Print the table, or write it into the file after ``--write``."""
-    table = tool_table(current_catalogue())
+    catalogue = current_catalogue()
     if len(argv) == 2 and argv[0] == "--write":
         path = Path(argv[1])
-        path.write_text(replace_table(path.read_text(encoding="utf-8"), table), encoding="utf-8")
+        path.write_text(render(path.read_text(encoding="utf-8"), catalogue), encoding="utf-8")
         return 0
-    sys.stdout.write(table + "\n")
+    sys.stdout.write(tool_table(catalogue) + "\n\n" + toolset_table(catalogue) + "\n")
     return 0
 
 

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -47,7 +47,21 @@ from forecourt.surfaces.mcp.sanitize import value_free_errors
 logger = logging.getLogger(__name__)
 
 CALLER_KEY = "forecourt.mcp.caller"
+COMPANY_KEY = "forecourt.mcp.company"
+"""ASGI scope key: the company whose own protected resource (``/companies/{id}/mcp``) was addressed."""
 PRM_PATH = "/.well-known/oauth-protected-resource/mcp"
+
+
+def resource_path(company_id: str | None) -> str:
+    """The MCP endpoint path of the shared resource (``None``) or of one company's own resource."""
+    return f"/companies/{company_id}/mcp" if company_id else "/mcp"
+
+
+def metadata_path(company_id: str | None) -> str:
+    """Where the RFC 9728 document of that resource is served."""
+    return "/.well-known/oauth-protected-resource" + resource_path(company_id)
+
+
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 ANONYMOUS_METHODS = frozenset(
     {
@@ -70,6 +84,8 @@ class Caller:
     credentials: Credentials
     surface: Surface = "mcp"
     session_id: str | None = None
+    names: str | None = None
+    """``?names=`` of the endpoint URL (``llm``: LLM-safe tool names)."""
 
     @property
     def anonymous(self) -> bool:
@@ -88,6 +104,15 @@ def access_token_for(principal: Principal, credentials: Credentials) -> AccessTo
     )
 
 
+def _names(scope: Scope) -> str | None:
+    """The ``names`` query parameter of the endpoint URL, when one is given."""
+    raw = scope.get("query_string") or b""
+    if b"names=" not in raw:
+        return None
+    values = parse_qs(raw.decode("latin-1")).get("names")
+    return values[-1] if values else None
+
+
 def host_patterns(settings: Settings) -> list[str] | None:
     """The Host patterns accepted, or ``None`` for any host."""
     configured = [h.strip().lower() for h in settings.allowed_hosts if h.strip()]
@@ -95,7 +120,7 @@ def host_patterns(settings: Settings) -> list[str] | None:
         return configured
     if settings.host not in LOOPBACK:
         return None
-    public = (urlsplit(settings.public_base_url).hostname or "").lower()
+    public = (urlsplit(settings.advertised_url).hostname or "").lower()
     return sorted(LOOPBACK | ({public} if public else set()))
 
 
@@ -185,8 +210,8 @@ class McpHttpGuard:
         self.anonymous_tool = anonymous_tool
         self.ready = ready
         self.patterns = host_patterns(settings)
-        base = settings.public_base_url.rstrip("/")
-        self.metadata_url = f"{base}{PRM_PATH}"
+        self.base = settings.advertised_url
+        self.metadata_url = f"{self.base}{PRM_PATH}"
         self.surface: Any = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -227,16 +252,20 @@ class McpHttpGuard:
                 principal = await self.gateway.principal_for(
                     Invocation(action="", payload={}, credentials=credentials, surface="mcp")
                 )
+            company = scope.get(COMPANY_KEY)
+            if company is not None and principal.company_id != company:
+                # Another company's credential at this company's own resource: sign in where this one says.
+                raise Unauthorized("The credential is not for this company's MCP server.")
         except ForecourtError as exc:
             body, receive = await _peek(scope, receive)
-            await self._challenge(send, exc, body)
+            await self._challenge(send, exc, body, scope=scope)
             return
         except Exception:  # top of the surface: nothing internal reaches the client
             logger.exception("authentication failed unexpectedly on the MCP surface")
             await send_json(send, 500, jsonrpc_error(None, InternalError()))
             return
         user = AuthenticatedUser(access_token_for(principal, credentials))
-        caller = Caller(principal, credentials, "mcp", _header(scope, b"mcp-session-id"))
+        caller = Caller(principal, credentials, "mcp", _header(scope, b"mcp-session-id"), _names(scope))
         inner = {**scope, "user": user, "auth": AuthCredentials(sorted(principal.scopes)), CALLER_KEY: caller}
         token = auth_context_var.set(user)
         try:
@@ -249,9 +278,9 @@ class McpHttpGuard:
         if scope.get("method") == "POST":
             body, receive = await _peek(scope, receive)
             if not self._anonymous_allowed(body):
-                await self._challenge(send, Unauthorized(), body, presented=False)
+                await self._challenge(send, Unauthorized(), body, presented=False, scope=scope)
                 return
-        caller = Caller(None, credentials, "mcp", _header(scope, b"mcp-session-id"))
+        caller = Caller(None, credentials, "mcp", _header(scope, b"mcp-session-id"), _names(scope))
         await self.app({**scope, CALLER_KEY: caller}, receive, send)
 
     def _anonymous_allowed(self, body: dict[str, Any] | None) -> bool:
@@ -267,7 +296,13 @@ class McpHttpGuard:
         return False
 
     async def _challenge(
-        self, send: Send, exc: ForecourtError, body: dict[str, Any] | None, *, presented: bool = True
+        self,
+        send: Send,
+        exc: ForecourtError,
+        body: dict[str, Any] | None,
+        *,
+        presented: bool = True,
+        scope: Scope | None = None,
     ) -> None:
         request_id = body.get("id") if body else None
         if exc.http_status != 401:
@@ -281,7 +316,9 @@ class McpHttpGuard:
             parts.append(f'error_description="{_quoted(exc.message)}"')
         if needed:
             parts.append(f'scope="{_quoted(needed)}"')
-        parts.append(f'resource_metadata="{self.metadata_url}"')
+        company = scope.get(COMPANY_KEY) if scope is not None else None
+        metadata = f"{self.base}{metadata_path(company)}" if company else self.metadata_url
+        parts.append(f'resource_metadata="{metadata}"')
         await send_json(send, 401, jsonrpc_error(request_id, exc), {"WWW-Authenticate": ", ".join(parts)})
 
 
@@ -331,15 +368,17 @@ async def _peek(scope: Scope, receive: Receive) -> tuple[dict[str, Any] | None, 
 
 
 def protected_resource_metadata(
-    settings: Settings, scopes: list[str], authorization_servers: list[str]
+    settings: Settings, scopes: list[str], authorization_servers: list[str], company_id: str | None = None
 ) -> dict[str, Any]:
-    """The RFC 9728 document for the MCP endpoint."""
-    base = settings.public_base_url.rstrip("/")
+    """The RFC 9728 document for the shared MCP endpoint, or for one company's own (``company_id``)."""
+    base = settings.advertised_url
     doc: dict[str, Any] = {
-        "resource": f"{base}/mcp",
+        "resource": f"{base}{resource_path(company_id)}",
         "scopes_supported": scopes,
         "bearer_methods_supported": ["header"],
-        "resource_name": "Forecourt AutomotiveMCP server",
+        "resource_name": f"Forecourt AutomotiveMCP server of {company_id}"
+        if company_id
+        else "Forecourt AutomotiveMCP server",
         "resource_documentation": f"{base}/.well-known/automotive-mcp.json",
     }
     if authorization_servers:

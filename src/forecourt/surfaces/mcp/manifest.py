@@ -67,7 +67,7 @@ def scopes_of(catalogue: Catalogue) -> list[str]:
 
 def manifest(catalogue: Catalogue, settings: Settings, *, eventing: bool) -> dict[str, Any]:
     """The manifest document."""
-    base = settings.public_base_url.rstrip("/")
+    base = settings.advertised_url
     return {
         "automotive_mcp": {
             "spec_version": SPEC_VERSION,

@@ -17,8 +17,9 @@ import base64
 import contextlib
 import json
 import logging
+import warnings
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp import MCPError
@@ -26,29 +27,37 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.subscriptions import ListenHandler
 from mcp.shared.inbound import X_MCP_HEADER_KEY as X_MCP_HEADER
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from forecourt.actions.base import Action
-from forecourt.errors import Expired, ForecourtError, InvalidParams, TenancyDenied, Unauthorized
+from forecourt.errors import Expired, ForecourtError, InvalidParams, Unauthorized
 from forecourt.events import OutboxDispatcher
 from forecourt.gateway.base import Invocation, Outcome, Principal
 from forecourt.gateway.pipeline import Gateway
-from forecourt.gateway.policy import decide
 from forecourt.settings import Settings
-from forecourt.surfaces.mcp import prompts, resources
+from forecourt.surfaces.mcp import prompts, resources, views
+from forecourt.surfaces.mcp.discovery import FIND_TOOLS, FIND_TOOLS_TOOL, LoadedTools, rank
+from forecourt.surfaces.mcp.federation.handlers import Federation
 from forecourt.surfaces.mcp.http import CALLER_KEY, Caller
 from forecourt.surfaces.mcp.manifest import manifest
+from forecourt.surfaces.mcp.sdk import connection_of
 from forecourt.surfaces.mcp.sessions import SubscriptionRegistry
 from forecourt.surfaces.mcp.subscriptions import SubscriptionRelay
 from forecourt.surfaces.mcp.tools import (
     ToolSet,
-    addressed_separately,
     dumps,
     error_result,
     exposed,
+    protocol_error,
     success_result,
+    too_large,
 )
+from forecourt.surfaces.mcp.toolsets import NameMode, in_toolset, name_mode
 from forecourt.surfaces.mcp.uris import ResourceUri, parse_uri
+
+if TYPE_CHECKING:
+    from forecourt.adapters.upstream.hub import UpstreamHub
 
 logger = logging.getLogger(__name__)
 
@@ -62,14 +71,6 @@ INSTRUCTIONS = (
     "Resources use automotive://dealers/{dealership_id}/{vehicles|leads|customers|repair_orders|appointments|"
     "consents}[/{id}]; subscribe to a collection to hear about changes, or replay them with events.list."
 )
-
-
-def protocol_error(exc: ForecourtError) -> MCPError:
-    """A JSON-RPC error carrying the AutomotiveMCP error body in ``data``."""
-    data = exc.to_dict()
-    if exc.trace_id:
-        data["trace_id"] = exc.trace_id
-    return MCPError(exc.jsonrpc_code, exc.message, data)
 
 
 def _offset_cursor(offset: int) -> str:
@@ -96,6 +97,7 @@ class McpSurface:
         settings: Page sizes, result cap, public URL, Host patterns, keep-alive interval.
         dispatcher: Source of change events for subscriptions (``None`` turns Level 3 off).
         stdio_caller: For ``forecourt mcp --stdio``: the caller every request runs as.
+        hub: The company upstream MCP servers to federate (``None``: none).
     """
 
     def __init__(
@@ -105,11 +107,13 @@ class McpSurface:
         *,
         dispatcher: OutboxDispatcher | None = None,
         stdio_caller: Caller | None = None,
+        hub: UpstreamHub | None = None,
     ) -> None:
         self.gateway = gateway
         self.settings = settings
         self.catalogue = gateway.catalogue
         self.toolset = ToolSet(gateway.catalogue)
+        self.loaded = LoadedTools()
         self._header_annotated: dict[str, bool] = {}
         self.relay = SubscriptionRelay(dispatcher)
         self.listener = ListenHandler(self.relay.bus, max_subscriptions=4096)
@@ -117,7 +121,16 @@ class McpSurface:
         self.legacy_registry: SubscriptionRegistry | None = None
         """Where legacy HTTP sessions' subscriptions live (set by the HTTP app; ``None`` for stdio)."""
         self.max_result_bytes = settings.mcp_max_result_bytes
-        self.server: Server[Any] = Server(
+        self.federation = Federation(self, hub) if hub is not None else None
+        federated = self.federation
+        with warnings.catch_warnings():
+            # logging/setLevel is deprecated in 2026-07-28 but still part of the 2025-11-25 era this door serves.
+            warnings.filterwarnings("ignore", message="The logging capability is deprecated")
+            self.server: Server[Any] = self._build_server(federated)
+        self.server.middleware.append(self._boundary)
+
+    def _build_server(self, federated: Federation | None) -> Server[Any]:
+        return Server(
             "forecourt",
             version=_version(),
             title="Forecourt AutomotiveMCP",
@@ -133,11 +146,12 @@ class McpSurface:
             on_subscriptions_listen=self.listen,
             on_list_prompts=self.list_prompts,
             on_get_prompt=self.get_prompt,
+            on_completion=federated.on_complete if federated else None,
+            on_set_logging_level=federated.on_set_level if federated else None,
             # Without this the SDK runs the whole tools/list handler on every 2026-07-28 tools/call, only to
             # validate Mcp-Param-* headers against one schema (measured: ~45% of a call's CPU).
             get_tool_input_schema=self.input_schema_of,
         )
-        self.server.middleware.append(self._boundary)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -246,41 +260,132 @@ class McpSurface:
 
     # ------------------------------------------------------------------ tools
 
+    def _member_setting(self, caller: Caller, field: str) -> str | None:
+        member = caller.principal.member if caller.principal is not None else None
+        value = getattr(member, field, None) if member is not None else None
+        return value if isinstance(value, str) else None
+
+    def name_mode(self, caller: Caller) -> NameMode:
+        """Canonical or LLM-safe names for this caller (``?names=llm``, else the member's setting)."""
+        return name_mode(caller.names, self._member_setting(caller, "tool_names"))
+
+    async def offered_actions(self, caller: Caller) -> list[Action]:
+        """What ``tools/list`` may offer: the caller's toolset among the actions the gateway lets it call."""
+        toolset = self._member_setting(caller, "toolset")
+        # Forwarding actions of upstream servers (names with ":") are the gateway's, never tools.
+        return [a for a in await self.visible_actions(caller) if ":" not in a.name and in_toolset(a, toolset)]
+
+    def _load_key(self, caller: Caller) -> str:
+        principal = caller.principal
+        return caller.session_id or (principal.rate_key if principal is not None else "anonymous")
+
+    async def listed_tools(self, caller: Caller) -> list[types.Tool]:
+        """The tools ``tools/list`` shows ``caller``: its toolset, or a core set plus ``find_tools`` when big."""
+        offered = await self.offered_actions(caller)
+        mode = self.name_mode(caller)
+        if len(offered) <= self.settings.mcp_tool_search_threshold:
+            return self.toolset.tools(offered, mode)
+        loaded = self.loaded.get(self._load_key(caller))
+        core = [a for a in offered if a.owner_company_id is None or a.name in loaded]
+        return [*self.toolset.tools(core, mode), FIND_TOOLS_TOOL]
+
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        """``tools/list``: what this caller may call, nothing more."""
-        tools = self.toolset.tools(await self.visible_actions(self.caller(ctx)))
+        """``tools/list``: what this caller may call, nothing more (and only its toolset)."""
+        if self.federation is not None:
+            await self.federation.refresh()
+        tools = await self.listed_tools(self.caller(ctx))
         start = _offset(params.cursor if params else None)
         page = tools[start : start + TOOLS_PAGE]
         following = _offset_cursor(start + TOOLS_PAGE) if start + TOOLS_PAGE < len(tools) else None
         return types.ListToolsResult(tools=page, next_cursor=following)
 
+    async def find_tools(self, ctx: ServerRequestContext[Any, Any], arguments: dict[str, Any]) -> types.CallToolResult:
+        """``find_tools``: the best-matching tools of the caller's toolset; ``load`` adds them to its listing."""
+        query, limit, load = arguments.get("query"), arguments.get("limit", 5), arguments.get("load", False)
+        if not isinstance(query, str) or not query.strip() or not isinstance(limit, int) or not 1 <= limit <= 20:
+            return error_result(InvalidParams(details={"fields": ["query", "limit"]}))
+        caller = self.caller(ctx)
+        offered = await self.offered_actions(caller)
+        mode = self.name_mode(caller)
+        found = rank(query, self.toolset.tools(offered, mode), limit)
+        if load is True and found:
+            names = [a.name for t in found if (a := self.toolset.action_for(t.name)) is not None]
+            if self.loaded.add(self._load_key(caller), names):
+                await ctx.session.send_notification(
+                    types.ToolListChangedNotification(),
+                    str(ctx.request_id) if ctx.request_id is not None else None,
+                )
+        body = {"tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in found]}
+        text = f"{len(found)} matching tools: " + ", ".join(t.name for t in found) if found else "No matching tools."
+        return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=body)
+
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """``tools/call``: one gateway invocation; its failures come back as tool errors."""
-        action = self.toolset.action_for(params.name)
+        action = None if ":" in params.name else self.toolset.action_for(params.name)
+        if self.federation is not None:
+            federated = await self.federation.call_tool(ctx, params, action)
+            if federated is not None:
+                return federated
         if action is None:
+            if params.name == FIND_TOOLS:
+                return await self.find_tools(ctx, dict(params.arguments or {}))
             raise MCPError(types.INVALID_PARAMS, "Unknown tool.", {"code": "action.unknown"})
         caller = self.caller(ctx)
-        arguments = dict(params.arguments or {})
-        addressed = arguments.pop("dealership_id", None) if addressed_separately(action) else None
-        if addressed is not None and not isinstance(addressed, str):
-            return error_result(InvalidParams("dealership_id must be a string.", details={"field": "dealership_id"}))
+        arguments, view = self.toolset.prepare(action, dict(params.arguments or {}))
         try:
-            outcome = await self.invoke(caller, action.name, arguments, ctx, dealership_id=addressed)
+            outcome = await self.invoke(caller, action.name, arguments, ctx)
+            modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+            result = success_result(action, outcome.output, max_bytes=self.max_result_bytes, view=view, modern=modern)
+            if result is None:
+                result = await self._fit(ctx, caller, action, arguments, outcome.output, view=view, modern=modern)
         except ForecourtError as exc:
             return error_result(exc)
-        return success_result(action, outcome.output, max_bytes=self.max_result_bytes)
+        return result
+
+    async def _fit(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        caller: Caller,
+        action: Action,
+        arguments: dict[str, Any],
+        output: Any,
+        *,
+        view: str,
+        modern: bool,
+    ) -> types.CallToolResult:
+        """A result over budget: the first page that fits (asked again with a smaller limit), or a summary."""
+        shaped = views.compact(action.name, output) if view == "compact" else output
+        limit_schema = (action.input_schema.get("properties") or {}).get("limit")
+        if views.is_page(shaped) and limit_schema is not None:
+            fits = views.items_that_fit(shaped, self.max_result_bytes, lambda v: len(dumps(v)))
+            if 0 < fits < len(shaped["items"]):
+                smaller = await self.invoke(caller, action.name, {**arguments, "limit": fits}, ctx)
+                result = success_result(
+                    action, smaller.output, max_bytes=self.max_result_bytes, view=view, modern=modern
+                )
+                if result is not None:
+                    return result
+        dealership = arguments.get("dealership_id") or (
+            output.get("dealership_id") if isinstance(output, dict) else None
+        )
+        return too_large(
+            action, shaped, dealership if isinstance(dealership, str) else None, max_bytes=self.max_result_bytes
+        )
 
     # ------------------------------------------------------------------ resources
 
     async def list_resource_templates(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        """``resources/templates/list``: the URI scheme."""
-        return types.ListResourceTemplatesResult(resource_templates=resources.templates())
+        """``resources/templates/list``: the URI scheme (and, on the first page, the upstreams')."""
+        found = resources.templates()
+        if self.federation is not None and not (params and params.cursor):
+            found = [*found, *await self.federation.resource_templates(ctx)]
+        return types.ListResourceTemplatesResult(resource_templates=found)
 
     async def list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -294,13 +399,23 @@ class McpSurface:
             return await self.invoke(caller, action, payload, ctx)
 
         size = min(self.settings.max_page_size, 50)
-        return await resources.list_page(principal, allowed, params.cursor if params else None, size, invoke)
+        cursor = params.cursor if params else None
+        result = await resources.list_page(principal, allowed, cursor, size, invoke)
+        if self.federation is not None and not cursor:
+            extra = await self.federation.resources(ctx)
+            if extra:
+                result = result.model_copy(update={"resources": [*result.resources, *extra]})
+        return result
 
     async def read_resource(
         self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         """``resources/read``: a gateway read (no side effects) of one URI."""
         uri = str(params.uri)
+        if self.federation is not None:
+            federated = await self.federation.read_resource(ctx, uri)
+            if federated is not None:
+                return federated
         parsed = parse_uri(uri)
         if parsed is None:
             raise resources.not_found(uri)
@@ -335,22 +450,13 @@ class McpSurface:
                 "Only resource and collection URIs can be subscribed.",
                 {"code": "invalid_params", "details": {"uri": uri[:256]}},
             )
-        principal = self._require_principal(caller)
-        assert parsed.collection is not None
-        assert parsed.dealership_id is not None
-        if principal.expires_at is not None and principal.expires_at <= self._now():
-            raise protocol_error(Expired())
-        action = self.catalogue.get(parsed.collection.get_action)
-        dealership = await self.gateway.tenancy.dealership(parsed.dealership_id)
-        if action is None:
-            raise resources.not_found(uri)
-        if dealership is None:
-            raise protocol_error(TenancyDenied())
-        policies = await self.gateway.tenancy.policies(principal.company_id)
-        decision = decide(action, principal, dealership=dealership, policies=policies)
-        if not decision.allowed:
-            assert decision.error is not None
-            raise protocol_error(decision.error)
+        self._require_principal(caller)
+        # Watching is reading: the subscription is decided by the very read it stands for (the same action,
+        # tenancy, policy, scopes and existence checks), so nothing can be watched that could not be read.
+        action, payload = resources.read_request(parsed)
+        if parsed.kind == "collection":
+            payload["limit"] = 1
+        await self.invoke(caller, action, payload)
         return parsed
 
     async def subscribe(
@@ -358,6 +464,10 @@ class McpSurface:
     ) -> types.EmptyResult:
         """``resources/subscribe`` (2025-11-25): updates go out on the session's standalone stream."""
         uri = str(params.uri)
+        if self.federation is not None:
+            federated = await self.federation.subscribe(ctx, uri)
+            if federated is not None:
+                return federated
         caller = self.caller(ctx)
         parsed = await self.authorize_watch(caller, uri)
         assert parsed.dealership_id is not None
@@ -365,7 +475,7 @@ class McpSurface:
             # An HTTP session: any replica may hold its stream, so the subscription goes where all can see it.
             await self.legacy_registry.add(caller.session_id, uri)
             return types.EmptyResult()
-        conn = ctx.session._connection  # the per-session connection: its lifetime is the subscription's
+        conn = connection_of(ctx)  # the per-session connection: its lifetime is the subscription's
         key = conn.session_id or f"conn-{id(conn)}"
         if key in self.relay.sessions.get(uri, {}):
             return types.EmptyResult()
@@ -380,11 +490,15 @@ class McpSurface:
         self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
         """``resources/unsubscribe`` (2025-11-25)."""
+        if self.federation is not None:
+            federated = await self.federation.unsubscribe(ctx, str(params.uri))
+            if federated is not None:
+                return federated
         caller = self.caller(ctx)
         if caller.session_id is not None and self.legacy_registry is not None:
             await self.legacy_registry.remove(caller.session_id, str(params.uri))
             return types.EmptyResult()
-        conn = ctx.session._connection
+        conn = connection_of(ctx)
         dealership_id = self.relay.remove_session(str(params.uri), conn.session_id or f"conn-{id(conn)}")
         if dealership_id is not None:
             self.relay.release(dealership_id)
@@ -418,18 +532,27 @@ class McpSurface:
     async def list_prompts(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        """``prompts/list``."""
-        return types.ListPromptsResult(prompts=prompts.prompt_list())
+        """``prompts/list`` (and, on the first page, the upstreams' prompts)."""
+        own = prompts.prompt_list()
+        if self.federation is not None and not (params and params.cursor):
+            own = [*own, *await self.federation.prompts(ctx, {p.name for p in own})]
+        return types.ListPromptsResult(prompts=own)
 
     async def get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
         """``prompts/get``: text that points the model at the right resources and tools."""
-        principal = self.caller(ctx).principal
+        if self.federation is not None and params.name not in prompts.BY_NAME:
+            federated = await self.federation.get_prompt(ctx, params)
+            if federated is not None:
+                return federated
+        caller = self.caller(ctx)
+        principal = caller.principal
         default = None
         if principal is not None and len(principal.dealership_ids) == 1:
             default = next(iter(principal.dealership_ids))
-        return prompts.render(params.name, params.arguments, default)
+        llm = self.name_mode(caller) == "llm"
+        return prompts.render(params.name, params.arguments, default, llm_names=llm)
 
     # ------------------------------------------------------------------ lifecycle
 

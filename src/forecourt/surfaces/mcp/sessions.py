@@ -16,7 +16,7 @@ self-contained) and adds what a session is still needed for:
   asks the registry whether the session watches the resource or its collection.
 
 - **Requests to the client within a call** (an upstream tool's ``sampling/createMessage`` or
-  ``elicitation/create``, see ``adapters/upstream/mcp_relay.py``): the stateless transport cannot send them,
+  ``elicitation/create``, see ``surfaces/mcp/federation/relay.py``): the stateless transport cannot send them,
   since the client's answer arrives as another POST it cannot route. A :class:`BackChannel` writes the request
   as one more event of the call's own response stream, and the answer — a POST of a JSON-RPC response with
   the same session id, on any replica — is taken out before the SDK sees it and handed to the waiting call by

@@ -2,13 +2,12 @@
 
 Rules:
 
-- Every action except the admin ones is a tool. The tool name is the action name (``inventory.search``);
-  actions named ``aap.*`` (the Auto Agent Protocol skills) become ``aap_*`` tools (``aap.inventory.search``
-  → ``aap_inventory_search``) and take and return the AAP payloads unchanged.
-- ``inputSchema`` is the action's input schema, except that a top-level ``oneOf``/``anyOf``/``allOf`` (which
-  several MCP hosts refuse) is folded into the description; the gateway still enforces the full schema.
-- ``outputSchema`` is the action's output schema when it describes an object; the result's
-  ``structuredContent`` is the action output and the text content is the same JSON.
+- Every action except the admin ones is a tool. The canonical tool name is the action name
+  (``inventory.search``); actions named ``aap.*`` (the Auto Agent Protocol skills) become ``aap_*`` tools
+  (``aap.inventory.search`` → ``aap_inventory_search``) that take the AAP payload without its constant ``type``
+  (added here) and return it unchanged. LLM-safe names and toolsets: :mod:`.toolsets`.
+- Schemas: :mod:`.schemas` (self-contained, lean ``inputSchema``; top-level ``outputSchema``).
+- Results: :mod:`.views` (compact views of lists, a one-line summary as text, pages cut to the size budget).
 - Annotations: ``readOnlyHint`` = no side effect; ``destructiveHint`` and ``idempotentHint`` from the action;
   ``openWorldHint`` = the action reaches systems outside Forecourt (model runtimes, upstream servers).
 - Failures the caller can act on are tool results with ``isError: true`` and the AutomotiveMCP body
@@ -19,102 +18,67 @@ Rules:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import mcp_types as types
 import orjson
+from mcp import MCPError
 
 from forecourt.actions.base import Action, Catalogue
-from forecourt.actions.dealer.common import DEALERSHIP_ID
 from forecourt.errors import ForecourtError
+from forecourt.surfaces.mcp import schemas, views
+from forecourt.surfaces.mcp.errors import ResultTooLarge
+from forecourt.surfaces.mcp.examples import example_for
+from forecourt.surfaces.mcp.toolsets import NameMode, llm_name, llm_names
+from forecourt.surfaces.mcp.uris import item_uri
 
 AAP_PREFIX = "aap."
 # Adapters that only touch Forecourt's own store; anything else reaches out (models, upstream servers, ...).
 CLOSED_WORLD_ADAPTERS = frozenset({"dealer-data", "service-appointments", "valuation", "aap"})
-_COMBINATORS = ("oneOf", "anyOf", "allOf")
-
-
-class ResultTooLarge(ForecourtError):
-    """A tool result exceeds the MCP surface's size cap; ask for a smaller page."""
-
-    code = "mcp.result_too_large"
-    http_status = 413
-    jsonrpc_code = -32000
-    default_message = "The result is too large; ask for a smaller page (limit) or narrower filters."
 
 
 def tool_name(action_name: str) -> str:
-    """The MCP tool name of an action (``aap.lead.submit`` → ``aap_lead_submit``; others unchanged)."""
+    """The canonical MCP tool name of an action (``aap.lead.submit`` → ``aap_lead_submit``; others unchanged)."""
     if action_name.startswith(AAP_PREFIX):
         return action_name.replace(".", "_")
     return action_name
 
 
 def exposed(action: Action) -> bool:
-    """Whether an action is offered as an MCP tool (everything except the admin API)."""
-    return action.domain != "admin" and not action.name.startswith("admin.")
-
-
-def _alternatives(schema: Mapping[str, Any]) -> str:
-    """A sentence describing top-level combinators such as ``oneOf: [{required: [a]}, {required: [b]}]``."""
-    notes: list[str] = []
-    for key in _COMBINATORS:
-        options = schema.get(key)
-        if not isinstance(options, list):
-            continue
-        names = [", ".join(o.get("required", [])) for o in options if isinstance(o, Mapping) and o.get("required")]
-        if names:
-            verb = {"oneOf": "exactly one of", "anyOf": "at least one of", "allOf": "all of"}[key]
-            notes.append(f"Provide {verb}: " + "; ".join(f"`{n}`" for n in names) + ".")
-    return " ".join(notes)
-
-
-def addressed_separately(action: Action) -> bool:
-    """Whether the tool adds a ``dealership_id`` argument the action's own payload does not have.
-
-    Dealer-scoped actions whose payload is fixed by another protocol (the AAP skills) are addressed this
-    way: the surface takes ``dealership_id`` out of the arguments and gives it to the gateway as the
-    addressed dealership, so the AAP payload itself stays unchanged.
-    """
-    properties = action.input_schema.get("properties")
-    return action.dealer_scoped and isinstance(properties, Mapping) and "dealership_id" not in properties
+    """Whether an action is offered as an MCP tool (everything except the admin API and discovery metadata)."""
+    return not action.public and action.domain != "admin" and not action.name.startswith("admin.")
 
 
 def input_schema_for(action: Action) -> dict[str, Any]:
-    """The tool's ``inputSchema``: the action's, minus top-level combinators (always ``type: object``)."""
-    schema = {k: v for k, v in action.input_schema.items() if k not in _COMBINATORS}
-    schema["type"] = "object"
-    if addressed_separately(action):
-        schema["properties"] = {"dealership_id": DEALERSHIP_ID, **schema["properties"]}
-    return schema
+    """The tool's ``inputSchema`` (see :mod:`forecourt.surfaces.mcp.schemas`)."""
+    return schemas.input_schema(action, with_view=views.has_view(action.name))
 
 
 def output_schema_for(action: Action) -> dict[str, Any] | None:
-    """The tool's ``outputSchema`` when the action's output is an object, else ``None``."""
-    schema = action.output_schema
-    if not schema or schema.get("type") != "object":
-        return None
-    return dict(schema)
+    """The tool's ``outputSchema``: the top level of the action's output schema, or ``None``."""
+    return schemas.output_schema(action)
 
 
 def describe(action: Action) -> str:
     """The tool description: the action's (written for a model), its input rules and the scope it needs."""
     parts = [action.description.strip()]
-    combinators = _alternatives(action.input_schema)
+    combinators = schemas.alternatives(action.input_schema)
     if combinators:
         parts.append(combinators)
+    if action.name.startswith(AAP_PREFIX):
+        parts.append("Send the payload without `type`; it is added for you.")
     if action.anonymous_allowed:
         parts.append("Public: callable without credentials at a dealership that publishes its agent.")
-    elif action.scope:
-        parts.append(f"Requires scope {action.scope}.")
+    example = example_for(action.name)
+    if example:
+        parts.append(example)
     return " ".join(p for p in parts if p)
 
 
 def annotations_for(action: Action) -> types.ToolAnnotations:
     """MCP behaviour hints for ``action``."""
     return types.ToolAnnotations(
-        title=action.title,
         read_only_hint=not action.side_effect,
         destructive_hint=action.destructive if action.side_effect else False,
         idempotent_hint=action.idempotent,
@@ -123,41 +87,73 @@ def annotations_for(action: Action) -> types.ToolAnnotations:
 
 
 class ToolSet:
-    """The catalogue seen as MCP tools (tool definitions are built once per action and reused)."""
+    """The catalogue seen as MCP tools (tool definitions are built once per action and naming mode, and reused).
+
+    One index maps every accepted tool name — canonical and LLM-safe — to its action, so ``tools/call``
+    resolves either form with one dict lookup; the index follows catalogue changes.
+    """
 
     def __init__(self, catalogue: Catalogue) -> None:
         self.catalogue = catalogue
-        self._tools: dict[str, tuple[Action, types.Tool]] = {}
+        self._tools: dict[tuple[str, NameMode], tuple[Action, types.Tool]] = {}
+        self._by_tool: dict[str, str] = {}
+        self._llm: dict[str, str] = {}
+        self._aap_type: dict[str, str] = {}
+        self._indexed = -1
+
+    def _index(self) -> None:
+        if self._indexed == self.catalogue.version:
+            return
+        actions = [a for a in self.catalogue.all() if exposed(a)]
+        canonical = {tool_name(a.name): a.name for a in actions}
+        self._llm = {canonical[c]: safe for c, safe in llm_names(canonical).items()}
+        by_tool = {safe: a for a, safe in self._llm.items()}
+        by_tool.update(canonical)
+        self._by_tool = by_tool
+        self._aap_type = {a.name: t for a in actions if (t := schemas.aap_type(a)) is not None}
+        self._indexed = self.catalogue.version
 
     def action_for(self, name: str) -> Action | None:
-        """The exposed action behind tool ``name``."""
-        if name.startswith("aap_"):
-            for action in self.catalogue.all():
-                if action.name.startswith(AAP_PREFIX) and tool_name(action.name) == name:
-                    return action
-            return None
-        found = self.catalogue.get(name)
-        return found if found is not None and exposed(found) and not name.startswith(AAP_PREFIX) else None
+        """The exposed action behind tool ``name``, canonical or LLM-safe (one dict lookup)."""
+        if self._indexed != self.catalogue.version:
+            self._index()
+        action_name = self._by_tool.get(name)
+        return self.catalogue.get(action_name) if action_name is not None else None
 
-    def tool(self, action: Action) -> types.Tool:
+    def name_of(self, action: Action, mode: NameMode = "canonical") -> str:
+        """The listed name of ``action`` in naming ``mode``."""
+        if mode == "llm":
+            self._index()
+            return self._llm.get(action.name) or llm_name(tool_name(action.name))
+        return tool_name(action.name)
+
+    def prepare(self, action: Action, arguments: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """The gateway payload of a call and the view asked for (``view`` taken out, AAP ``type`` added)."""
+        view = arguments.pop("view", None) if views.has_view(action.name) else None
+        aap = self._aap_type.get(action.name)
+        if aap is not None and "type" not in arguments:
+            arguments["type"] = aap
+        return arguments, view if view == "full" else "compact"
+
+    def tool(self, action: Action, mode: NameMode = "canonical") -> types.Tool:
         """The MCP tool for ``action``."""
-        cached = self._tools.get(action.name)
+        cached = self._tools.get((action.name, mode))
         if cached is not None and cached[0] is action:
             return cached[1]
         tool = types.Tool(
-            name=tool_name(action.name),
+            name=self.name_of(action, mode),
             title=action.title,
             description=describe(action),
             input_schema=input_schema_for(action),
             output_schema=output_schema_for(action),
             annotations=annotations_for(action),
         )
-        self._tools[action.name] = (action, tool)
+        self._tools[(action.name, mode)] = (action, tool)
         return tool
 
-    def tools(self, actions: Iterable[Action]) -> list[types.Tool]:
+    def tools(self, actions: Iterable[Action], mode: NameMode = "canonical") -> list[types.Tool]:
         """Tools for the exposed ``actions``, sorted by tool name."""
-        return sorted((self.tool(a) for a in actions if exposed(a)), key=lambda t: t.name)
+        return sorted((self.tool(a, mode) for a in actions if exposed(a)), key=lambda t: t.name)
 
     def all_tools(self) -> list[types.Tool]:
         """Every tool the catalogue offers (for docs)."""
@@ -175,13 +171,49 @@ def dumps(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def success_result(action: Action, output: Any, *, max_bytes: int) -> types.CallToolResult:
-    """The tool result for an action's output (``structuredContent`` whenever the output is an object)."""
-    text = dumps(output)
+def success_result(
+    action: Action, output: Any, *, max_bytes: int, view: str = "compact", modern: bool = False
+) -> types.CallToolResult | None:
+    """The tool result for an action's output, or ``None`` when it is over ``max_bytes`` (see :func:`too_large`).
+
+    ``structuredContent`` whenever the output is an object (any JSON value in the 2026-07-28 era); the text is
+    a one-line summary, followed in the 2025-11-25 era by the serialized JSON (see :mod:`.views`).
+    """
+    shaped = views.compact(action.name, output) if view == "compact" else output
+    text = dumps(shaped)
     if len(text) > max_bytes:
+        return None
+    structured = shaped if isinstance(shaped, dict) or (modern and shaped is not None) else None
+    content = [types.TextContent(text=views.summary(action.name, shaped))]
+    if not modern or structured is None:
+        content.append(types.TextContent(text=text))
+    return types.CallToolResult(content=content, structured_content=structured)
+
+
+_ITEM_URIS = {
+    "inventory.get": "vehicles",
+    "leads.get": "leads",
+    "customers.get": "customers",
+    "consent.get": "consents",
+    "service.get_repair_order": "repair_orders",
+    "service.get_appointment": "appointments",
+}
+
+
+def too_large(action: Action, output: Any, dealership_id: str | None, *, max_bytes: int) -> types.CallToolResult:
+    """The answer for a single object over budget: its summary and a link to read it whole, else the error."""
+    collection = _ITEM_URIS.get(action.name)
+    item_id = output.get("id") if isinstance(output, dict) else None
+    if collection is None or not isinstance(item_id, str) or not dealership_id:
         return error_result(ResultTooLarge(details={"max_bytes": max_bytes}))
-    structured = output if isinstance(output, dict) else None
-    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=structured)
+    uri = item_uri(dealership_id, collection, item_id)
+    return types.CallToolResult(
+        content=[
+            types.TextContent(text=views.summary(action.name, output) + " Too large to return here; read the link."),
+            types.ResourceLink(uri=uri, name=item_id, mime_type="application/json"),
+        ],
+        structured_content=views.headline(output),
+    )
 
 
 def error_body(exc: ForecourtError) -> dict[str, Any]:
@@ -196,3 +228,11 @@ def error_result(exc: ForecourtError) -> types.CallToolResult:
     """A tool-level error (``isError: true``) the model can read and act on."""
     # No structuredContent: some clients validate it against the tool's outputSchema even when isError is set.
     return types.CallToolResult(content=[types.TextContent(text=dumps(error_body(exc)))], is_error=True)
+
+
+def protocol_error(exc: ForecourtError) -> MCPError:
+    """A JSON-RPC error carrying the AutomotiveMCP error body in ``data``."""
+    data = exc.to_dict()
+    if exc.trace_id:
+        data["trace_id"] = exc.trace_id
+    return MCPError(exc.jsonrpc_code, exc.message, data)

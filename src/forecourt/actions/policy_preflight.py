@@ -1,0 +1,135 @@
+"""Policy pre-flight: what a would-be policy does to the company's public agents and members' tools, unsaved.
+
+``admin.policies.preflight`` runs the AAP v0.1 conformance checks (:mod:`forecourt.adapters.aap.checker`, lead
+submission skipped) against every public dealer agent of the company through the real front door and
+gateway, once with the stored policies and once with the proposed one (:func:`policy_overlay`), and lists
+the MCP tools each member would see. A check that passes today and fails with the proposal is a break:
+``ok`` is false and the console refuses to save (the admin API answers the same with ``?dry_run=true``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionContext
+from forecourt.actions.console_common import console_action, require_admin
+from forecourt.domain.tenancy import Policy
+from forecourt.errors import InvalidParams
+from forecourt.gateway.base import Principal
+from forecourt.gateway.overlay import policy_overlay
+
+if TYPE_CHECKING:
+    from forecourt.gateway.pipeline import Gateway
+
+ADAPTER_ID = "policy_preflight"
+
+PREFLIGHT_ACTIONS: tuple[Action, ...] = (
+    console_action(
+        "admin.policies.preflight",
+        "Check a would-be policy without saving it: AAP conformance of every public dealer agent and the MCP "
+        "tools each member would see. `ok` is false when the change would break a public agent.",
+        {"policy": {"type": "object"}},
+        ["policy"],
+        adapter=ADAPTER_ID,
+        write=False,
+    ),
+)
+
+
+def parse_policy(data: Any, company_id: str) -> Policy:
+    """The proposed policy, validated; :class:`InvalidParams` names what is wrong."""
+    from pydantic import ValidationError
+
+    if not isinstance(data, dict):
+        raise InvalidParams("An object is required.")
+    try:
+        return Policy.model_validate({**data, "company_id": company_id})
+    except ValidationError as exc:
+        problems = [{"path": "/" + "/".join(str(p) for p in e["loc"]), "rule": e["type"]} for e in exc.errors()[:8]]
+        raise InvalidParams("The policy is invalid.", details={"errors": problems}) from None
+
+
+class PolicyPreflight:
+    """The ``policy_preflight`` adapter; ``transport`` reaches this process's own app (set by bootstrap)."""
+
+    id = ADAPTER_ID
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self.transport: httpx.AsyncBaseTransport | None = None
+
+    async def execute(self, payload: Mapping[str, Any], context: ExecutionContext) -> AdapterResult:
+        """Run the checks with the stored and the proposed policies and compare."""
+        company_id = str(payload["company_id"])
+        require_admin(context, company_id)
+        proposed = parse_policy(payload["policy"], company_id)
+        async with context.store.read() as uow:
+            current = await uow.tenancy.list_policies(company_id)
+            dealerships = await uow.tenancy.list_dealerships(company_id)
+            members = await uow.tenancy.list_members(company_id)
+        would_be = [p for p in current if p.id != proposed.id] + [proposed]
+        agents = []
+        for dealership in [d for d in dealerships if d.public_agent]:
+            before = await self._aap(dealership.id, None, company_id)
+            after = await self._aap(dealership.id, would_be, company_id)
+            passing = {rule for rule, ok, _ in before if ok}
+            broken = [{"rule": r, "detail": d} for r, ok, d in after if not ok and r in passing]
+            failing = [{"rule": r, "detail": d} for r, ok, d in after if not ok]
+            agents.append({"dealership_id": dealership.id, "checks": len(after), "failures": failing, "breaks": broken})
+        tools = [await self._tools(m, current, would_be, company_id) for m in members if m.active]
+        ok = not any(a["breaks"] for a in agents)
+        return AdapterResult(
+            output={"ok": ok, "policy": proposed.model_dump(mode="json"), "agents": agents, "members": tools},
+            result_type="admin.result",
+        )
+
+    async def _aap(
+        self, dealership_id: str, policies: list[Policy] | None, company_id: str
+    ) -> list[tuple[str, bool, str]]:
+        from forecourt.adapters.aap.checker import run_check
+
+        if self.transport is None:
+            return [("preflight.available", False, "the pre-flight cannot reach the dealer agent in this process")]
+        base = self.gateway.settings.advertised_url
+        async with httpx.AsyncClient(transport=self.transport, base_url=base, timeout=30.0) as http:
+            if policies is None:
+                report = await run_check(f"{base}/dealers/{dealership_id}", leads=False, http=http)
+            else:
+                with policy_overlay(company_id, policies):
+                    report = await run_check(f"{base}/dealers/{dealership_id}", leads=False, http=http)
+        return [
+            (c.rule if c.ok or c.warning else f"{c.rule}", c.ok or c.warning, c.detail[:300]) for c in report.checks
+        ]
+
+    async def _tools(self, member: Any, current: list[Policy], would_be: list[Policy], company_id: str) -> Any:
+        principal = Principal(
+            method="api_key",
+            company_id=company_id,
+            member_id=member.id,
+            profile_id=member.profile_id,
+            member=member,
+            scopes=frozenset(member.scopes),
+            dealership_ids=frozenset(member.dealership_ids),
+        )
+        with policy_overlay(company_id, current):
+            before = {a.name for a in await self.gateway.allowed_actions(principal, None) if a.domain != "admin"}
+        with policy_overlay(company_id, would_be):
+            after = {a.name for a in await self.gateway.allowed_actions(principal, None) if a.domain != "admin"}
+        return {
+            "member_id": member.id,
+            "tools": len(after),
+            "lost": sorted(before - after)[:50],
+            "gained": sorted(after - before)[:50],
+        }
+
+
+def register_policy_preflight(catalogue: Catalogue, gateway: Gateway) -> PolicyPreflight:
+    """Add ``admin.policies.preflight`` and its adapter; bootstrap sets the adapter's transport."""
+    for action in PREFLIGHT_ACTIONS:
+        catalogue.add(action)
+    adapter = PolicyPreflight(gateway)
+    catalogue.add_adapter(adapter)
+    return adapter

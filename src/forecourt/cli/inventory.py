@@ -1,0 +1,199 @@
+"""``forecourt inventory import`` and ``forecourt inventory feed ...``: dealer inventory in, by file or by schedule."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from forecourt.cli.common import ConfigOption, console, load_settings, run
+from forecourt.cli.progress import progress_reporter
+
+inventory_app = typer.Typer(help="Dealer inventory.", no_args_is_help=True)
+
+
+def print_report(report: Any) -> None:
+    """The import report for a person: counts, then every error as a table (values never repeated)."""
+    verb = "would be " if report.dry_run else ""
+    typer.echo(
+        f"rows {report.rows}: {verb}created {report.created}, {verb}updated {report.updated}, "
+        f"unchanged {report.unchanged}, {verb}removed {report.removed}, rejected {report.rejected}"
+        + (f" in {report.seconds:.1f}s" if report.seconds else "")
+        + (" (dry run: nothing written)" if report.dry_run else "")
+    )
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}")
+    if report.ignored_columns:
+        typer.echo("ignored columns: " + ", ".join(report.ignored_columns))
+    if not report.rejected_rows:
+        return
+    table = Table(title=f"{report.rejected} rejected rows, {len(report.errors)} errors")
+    for name in ("line", "column", "field", "code", "value", "reason", "vin"):
+        table.add_column(name, overflow="fold")
+    for row in report.rejected_rows:
+        for error in row.errors:
+            table.add_row(str(error.line), error.column or "", error.field or "", error.code,
+                          error.value_class or "", error.reason, row.vin or "")  # fmt: skip
+    from rich.console import Console
+
+    Console(width=max(console.width, 140)).print(table)
+
+
+@inventory_app.command("import")
+def inventory_import(
+    file: Path = typer.Argument(..., exists=True, dir_okay=False, help="CSV or JSON feed."),
+    dealership: str = typer.Option(..., "--dealership", help="Dealership id."),
+    full: bool = typer.Option(False, "--full", help="Mark vehicles absent from the feed as no longer available."),
+    fmt: str | None = typer.Option(None, "--format", help="csv or json (default: from the file)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Validate and count against the store; write nothing."),
+    as_json: bool = typer.Option(False, "--json", help="Report as JSON on stdout, progress as JSON lines on stderr."),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Import a dealer inventory feed; exits 1 when any row was rejected, 2 when the feed is unusable."""
+    from forecourt.inventory_import import import_feed
+    from forecourt.store import open_store
+
+    settings = load_settings(config)
+
+    async def body() -> Any:
+        store = open_store(settings)
+        try:
+            with progress_reporter(f"import {file.name}", as_json=as_json, console=console) as progress:
+                return await import_feed(store, file, dealership, full=full, fmt=fmt, dry_run=dry_run,
+                                         progress=progress)  # fmt: skip
+        finally:
+            await store.close()
+
+    report = run(body)
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        print_report(report)
+    if report.rejected:
+        raise typer.Exit(1)
+
+
+feed_app = typer.Typer(help="Scheduled inventory feeds: a URL pulled on an interval, one replica at a time.")
+inventory_app.add_typer(feed_app, name="feed")
+
+
+def _with_store(settings: Any, fn: Any) -> Any:
+    from forecourt.store import open_store
+
+    async def body() -> Any:
+        store = open_store(settings)
+        try:
+            return await fn(store)
+        finally:
+            await store.close()
+
+    return run(body)
+
+
+def _print_source(source: Any, as_json: bool) -> None:
+    data = source.model_dump(mode="json", exclude={"lease_owner"})
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    report = data.pop("last_report") or {}
+    for key, value in data.items():
+        typer.echo(f"{key}: {value}")
+    if "error" in report:
+        typer.echo(f"last error: {report['error']['code']}: {report['error']['message']}")
+    elif report:
+        from forecourt.inventory_import import ImportReport
+
+        print_report(ImportReport.model_validate(report))
+        if report.get("rejected_rows_omitted"):
+            typer.echo(f"... and {report['rejected_rows_omitted']} more rejected rows")
+
+
+@feed_app.command("set")
+def feed_set(
+    dealership: str = typer.Option(..., "--dealership", help="Dealership id."),
+    url: str = typer.Option(..., "--url", help="HTTPS URL of the feed (CSV or JSON)."),
+    interval: int = typer.Option(3600, "--interval", help="Seconds between pulls (300 to 604800)."),
+    full: bool = typer.Option(False, "--full", help="The feed is the whole inventory (missing vehicles removed)."),
+    disabled: bool = typer.Option(False, "--disabled", help="Keep the feed but do not pull it."),
+    as_json: bool = typer.Option(False, "--json"),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Pull the dealership's feed from a URL on an interval (checked against the SSRF guard now)."""
+    from forecourt.inventory_import.schedule import save_source
+
+    settings = load_settings(config)
+    source = _with_store(settings, lambda store: save_source(store, settings, dealership, url, interval_s=interval,
+                                                             full=full, enabled=not disabled))  # fmt: skip
+    _print_source(source, as_json)
+
+
+@feed_app.command("show")
+def feed_show(
+    dealership: str = typer.Option(..., "--dealership", help="Dealership id."),
+    as_json: bool = typer.Option(False, "--json"),
+    config: Path | None = ConfigOption,
+) -> None:
+    """The dealership's feed and the report of its last pull."""
+    from forecourt.inventory_import.schedule import get_source
+
+    _print_source(_with_store(load_settings(config), lambda store: get_source(store, dealership)), as_json)
+
+
+@feed_app.command("list")
+def feed_list(as_json: bool = typer.Option(False, "--json"), config: Path | None = ConfigOption) -> None:
+    """Every scheduled feed and how its last pull went."""
+    from forecourt.inventory_import.schedule import list_sources
+
+    sources = _with_store(load_settings(config), list_sources)
+    columns = ("dealership_id", "url", "interval_s", "full", "enabled", "next_run_at", "last_run_at", "last_status")
+    rows = [{k: v for k, v in s.model_dump(mode="json").items() if k in columns} for s in sources]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table()
+    for name in columns:
+        table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(*(str(row[k]) if row[k] is not None else "" for k in row))
+    from rich.console import Console
+
+    Console(width=max(console.width, 140)).print(table)
+
+
+@feed_app.command("run")
+def feed_run(
+    dealership: str = typer.Option(..., "--dealership", help="Dealership id."),
+    as_json: bool = typer.Option(False, "--json"),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Pull the dealership's feed now (unless another replica is pulling it) and show the report."""
+    from forecourt.inventory_import.schedule import FeedPuller
+
+    settings = load_settings(config)
+
+    async def pull(store: Any) -> Any:
+        puller = FeedPuller(store, settings)
+        try:
+            return await puller.run_now(dealership)
+        finally:
+            await puller.aclose()
+
+    source = _with_store(settings, pull)
+    _print_source(source, as_json)
+    if source.last_status != "ok":
+        raise typer.Exit(1)
+
+
+@feed_app.command("remove")
+def feed_remove(
+    dealership: str = typer.Option(..., "--dealership", help="Dealership id."),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Stop pulling the dealership's feed."""
+    from forecourt.inventory_import.schedule import remove_source
+
+    _with_store(load_settings(config), lambda store: remove_source(store, dealership))
+    typer.echo(f"removed the scheduled feed of {dealership}")

@@ -1,0 +1,63 @@
+"""``forecourt tools list``: the MCP tools a member is offered, with their size in bytes and tokens."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from forecourt.cli.common import ConfigOption, load_settings, run
+from forecourt.settings import Settings
+
+tools_app = typer.Typer(help="The MCP tools members are offered.", no_args_is_help=True)
+
+
+async def member_tools(settings: Settings, company: str, member: str, names: str | None, tokens: bool) -> Any:
+    """What ``tools/list`` shows ``company/member`` (its toolset, policy and naming mode), optionally measured."""
+    from forecourt.adapters.upstream.devmode import configured_member
+    from forecourt.bootstrap import build_services
+    from forecourt.gateway.base import Credentials
+    from forecourt.surfaces.mcp.http import Caller
+    from forecourt.surfaces.mcp.server import McpSurface
+    from forecourt.surfaces.mcp.tokens import measure
+
+    services = build_services(settings)
+    await services.start()
+    try:
+        principal = await configured_member(services.store, f"{company}/{member}")
+        surface = McpSurface(services.gateway, settings, hub=services.upstreams)
+        try:
+            if surface.federation is not None:
+                await surface.federation.refresh()
+            tools = await surface.listed_tools(Caller(principal, Credentials(), "mcp", names=names))
+        finally:
+            await surface.close()
+    finally:
+        await services.close()
+    toolset = principal.member.toolset if principal.member is not None else None
+    result: dict[str, Any] = {"member": f"{company}/{member}", "toolset": toolset or "(all)"}
+    if tokens:
+        result.update(measure(tools))
+    else:
+        result["tools"] = [t.name for t in tools]
+    return result
+
+
+@tools_app.command("list")
+def tools_list(
+    member: str = typer.Option(..., "--member", help="Member id (or company/member)."),
+    company: str | None = typer.Option(None, "--company", help="Company id (default: the one in --member)."),
+    names: str | None = typer.Option(None, "--names", help="llm: list LLM-safe names, as /mcp?names=llm does."),
+    tokens: bool = typer.Option(False, "--tokens", help="Measure the tools/list: bytes and cl100k_base tokens."),
+    config: Path | None = ConfigOption,
+) -> None:
+    """List the MCP tools a member is offered (``--tokens``: with bytes and tokens, per tool and in total)."""
+    settings = load_settings(config)
+    if company is None:
+        company, _, member = member.rpartition("/")
+    if not company:
+        raise typer.BadParameter("give --company or --member COMPANY/MEMBER", param_hint="--member")
+    result = run(lambda: member_tools(settings, company, member, names, tokens))
+    typer.echo(json.dumps(result, indent=2))

@@ -1,0 +1,90 @@
+"""Polls the model runtimes' long-running jobs and delivers each job's end as an event.
+
+Every few seconds the poller asks the store for unfinished jobs whose ``next_poll_at`` has come and runs the job's
+``get`` action with ``refresh: true`` through the gateway, as the operator acting for the job's company (so the
+call gets the adapter's configuration and a per-call credential like any other, and is audited). Then every job
+that ended and was not yet announced is claimed (``notified_at``, set by exactly one replica) and published on
+the event bus, channel ``model-jobs.{company_id}``::
+
+    {"type": "model.job.finished", "company_id": ..., "job": {job_id, runtime, kind, status, result, ...}}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from forecourt.errors import ForecourtError
+from forecourt.gateway.base import Invocation, Principal
+from forecourt.store.model_jobs import ModelJob, ModelJobs
+
+if TYPE_CHECKING:
+    from forecourt.gateway.events_bus import EventBus
+    from forecourt.gateway.pipeline import Gateway
+
+logger = logging.getLogger(__name__)
+
+TICK_S = 5.0
+BATCH = 50
+RETRY_AFTER_FAILURE_S = 60.0
+GET_ACTIONS = {
+    ("nvidia", "fine_tune"): "nvidia.fineTune.get",
+    ("vertex", "batch_prediction"): "vertex.batchPredict.get",
+}
+EVENT_TYPE = "model.job.finished"
+
+
+def channel(company_id: str) -> str:
+    """The event-bus channel of a company's model-job events."""
+    return f"model-jobs.{company_id}"
+
+
+class ModelJobPoller:
+    """The background task; :meth:`tick` is one round (tests call it directly)."""
+
+    def __init__(self, gateway: Gateway, bus: EventBus, *, tick_s: float = TICK_S) -> None:
+        self.gateway = gateway
+        self.jobs = ModelJobs(gateway.store)
+        self.bus = bus
+        self.tick_s = tick_s
+
+    async def run(self) -> None:
+        """Poll until cancelled; a failing round is logged and the next one runs."""
+        while True:
+            try:
+                await self.tick()
+            except ForecourtError as exc:
+                logger.warning("model job poll round failed: %s", exc.code)
+            await asyncio.sleep(self.tick_s)
+
+    async def tick(self, now: datetime | None = None) -> tuple[int, int]:
+        """Refresh the due jobs, then announce the ended ones; how many of each."""
+        now = now or self.gateway.clock()
+        polled = 0
+        for job in await self.jobs.due(now, BATCH):
+            await self._refresh(job, now)
+            polled += 1
+        announced = 0
+        for job in await self.jobs.unnotified(BATCH):
+            if await self.jobs.claim_notification(job.id, now):
+                message = {"type": EVENT_TYPE, "company_id": job.company_id, "job": job.view()}
+                await self.bus.publish(channel(job.company_id), json.dumps(message).encode())
+                announced += 1
+        return polled, announced
+
+    async def _refresh(self, job: ModelJob, now: datetime) -> None:
+        action = GET_ACTIONS.get((job.runtime, job.kind))
+        if action is None:
+            return
+        principal = Principal(method="internal", company_id=job.company_id, member_id=None, subject="model-jobs")
+        inv = Invocation(action=action, payload={"job_id": job.id, "refresh": True}, principal=principal)
+        try:
+            await self.gateway.invoke(inv)
+        except ForecourtError as exc:
+            logger.warning("polling %s job %s failed: %s", job.kind, job.id, exc.code)
+            current = await self.jobs.get(job.company_id, job.id)
+            if current is not None and not current.done:
+                await self.jobs.update(current, next_poll_at=now + timedelta(seconds=RETRY_AFTER_FAILURE_S))

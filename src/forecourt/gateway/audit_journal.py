@@ -1,0 +1,132 @@
+"""A durable local journal of audit records: fsync'd before the call is answered, drained to the database.
+
+Every audit record is appended to the journal (one JSON line, ``os.write`` + ``os.fsync``) when the call
+finishes, before its answer is sent; the :class:`~forecourt.gateway.audit.AuditWriter` then writes it to the
+database in batches. A process killed with ``kill -9``, or a database that is down, therefore loses no
+record of an answered call: the next start of any process sharing the journal folder replays what the dead
+one left (records are keyed by id, so a record written twice is stored once).
+
+Segments: each process appends to its own segment file (``<instance>-<pid>-<n>.jsonl``) and holds an
+exclusive ``flock`` on it. Before each drain the writer *rotates* (starts a new segment) and, once the
+database has every record of the older segments, deletes them; records arriving during the write go to
+the new segment. At start-up, segments whose lock can be taken belong to dead processes and are replayed.
+A torn last line (killed mid-write) is skipped: its call was never answered.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from forecourt.settings import Settings
+from forecourt.store.base import AuditRecord
+
+logger = logging.getLogger(__name__)
+
+
+class AuditJournal:
+    """This process's append-only, fsync'd audit journal in ``directory``."""
+
+    def __init__(self, directory: Path, instance: str, *, fsync: bool = True) -> None:
+        self.directory = directory
+        self._stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in instance)[:64] or "forecourt"
+        self._fsync = fsync
+        self._seq = 0
+        self._fd: int | None = None
+        self._path: Path | None = None
+        self._closed: list[tuple[Path, int]] = []  # rotated segments, kept (and locked) until drained
+        directory.mkdir(parents=True, exist_ok=True)
+
+    # ------------------------------------------------------------------ appending
+
+    def _open_segment(self) -> None:
+        self._seq += 1
+        path = self.directory / f"{self._stem}-{os.getpid()}-{self._seq}.jsonl"
+        # Locked under a name recovery does not look at, then renamed: no other process can ever see the
+        # segment unlocked (and take it for a dead process's).
+        staging = path.with_suffix(".new")
+        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.replace(staging, path)
+        self._fd, self._path = fd, path
+
+    def append(self, record: AuditRecord) -> None:
+        """Write one record durably (it is on disk when this returns)."""
+        if self._fd is None:
+            self._open_segment()
+        assert self._fd is not None
+        os.write(self._fd, record.model_dump_json().encode() + b"\n")
+        if self._fsync:
+            os.fsync(self._fd)
+
+    def rotate(self) -> None:
+        """Start a new segment; the current one waits (locked) until :meth:`drained` deletes it."""
+        if self._fd is None or self._path is None:
+            return
+        self._closed.append((self._path, self._fd))
+        self._fd, self._path = None, None
+
+    def drained(self) -> None:
+        """Every record of the rotated segments is in the database: delete them."""
+        for path, fd in self._closed:
+            path.unlink(missing_ok=True)
+            os.close(fd)
+        self._closed.clear()
+
+    def close(self, *, drained: bool) -> None:
+        """Release the segments; delete them too when everything in them reached the database."""
+        self.rotate()
+        if drained:
+            self.drained()
+            return
+        for _, fd in self._closed:
+            os.close(fd)  # left on disk for the next start to replay
+        self._closed.clear()
+
+    # ------------------------------------------------------------------ recovery
+
+    def orphans(self) -> Iterator[tuple[Path, list[AuditRecord]]]:
+        """Segments no live process holds (their writer died), with the records they hold."""
+        for path in sorted(self.directory.glob("*.jsonl")):
+            if path == self._path or any(path == p for p, _ in self._closed):
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                continue
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # a live process is still appending to it
+                yield path, list(_records(path))
+            finally:
+                os.close(fd)
+
+
+def _records(path: Path) -> Iterator[AuditRecord]:
+    with path.open("rb") as handle:
+        for line in handle:
+            if not line.endswith(b"\n"):
+                logger.info("audit journal %s ends in a torn record (skipped)", path.name)
+                return
+            try:
+                yield AuditRecord.model_validate_json(line)
+            except ValueError:
+                logger.warning("audit journal %s has an unreadable record (skipped)", path.name)
+
+
+def audit_journal_for(settings: Settings) -> AuditJournal:
+    """The journal ``settings`` name: ``audit_journal_dir``, else beside an SQLite file, else ``var/audit-journal``."""
+    directory = settings.audit_journal_dir
+    if directory is None:
+        url = settings.database_url
+        if settings.is_sqlite and "///" in url and ":memory:" not in url:
+            db = Path(url.split("///", 1)[1].split("?", 1)[0])
+            directory = db.with_name(db.name + ".audit-journal")
+        else:
+            directory = Path("var") / "audit-journal"
+    return AuditJournal(directory, settings.instance_name, fsync=settings.audit_journal_fsync)

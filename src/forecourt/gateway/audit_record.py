@@ -1,0 +1,54 @@
+"""The audit record of one gateway call, built from what the pipeline knows about it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any
+
+from forecourt.actions.base import Action
+from forecourt.gateway.base import Invocation, Principal
+from forecourt.gateway.redact import PII_KEYS, digest, redact_for_audit
+from forecourt.store.base import AuditRecord
+
+
+def call_record(
+    *,
+    record_id: str,
+    inv: Invocation,
+    action: Action | None,
+    principal: Principal | None,
+    member_id: str | None = None,
+    company_id: str | None,
+    dealership_id: str | None,
+    status: int,
+    error_code: str | None,
+    result_class: str,
+    duration_s: float,
+    trace_id: str,
+    processed_by: str,
+    extra_redactions: Iterable[str],
+    clock: Callable[[], datetime],
+) -> AuditRecord:
+    """One call's record: arguments digested and redacted (personal data and the company's redact fields)."""
+    extra = {f.lower() for f in extra_redactions}
+    redact_keys = PII_KEYS | extra if extra else PII_KEYS
+    payload: dict[str, Any] = dict(inv.payload) if action else {}
+    return AuditRecord(
+        id=record_id,
+        company_id=company_id,
+        dealership_id=dealership_id,
+        member_id=member_id if member_id is not None else (principal.member_id if principal else None),
+        action=action.name if action else inv.action[:100],
+        action_type=action.type if action else "-",
+        args_digest=digest(payload),
+        args_redacted=redact_for_audit(payload, action.input_schema if action else None, redact_keys),
+        result_class=result_class,
+        status_code=status,
+        error_code=error_code,
+        duration_ms=round(duration_s * 1000, 3),
+        trace_id=trace_id,
+        surface=inv.surface,
+        processed_by=processed_by,
+        occurred_at=clock(),
+    )

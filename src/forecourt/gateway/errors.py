@@ -1,0 +1,55 @@
+"""Errors of the gateway's own resources: credentials, the database, GPU slots and model sessions.
+
+Every one derives from :class:`forecourt.errors.ForecourtError`; that module draws the whole tree.
+"""
+
+from __future__ import annotations
+
+from forecourt.errors import ForecourtError
+
+# raised in forecourt.gateway.credentials.secret ---
+
+
+class CredentialUnavailable(ForecourtError):
+    """An adapter's credential could not be obtained (misconfigured, missing, or its issuer failed)."""
+
+    code = "credentials.unavailable"
+    http_status = 503
+    jsonrpc_code = -32000
+    default_message = "Credentials for this adapter are not available."
+
+
+# raised in forecourt.gateway.store_faults ---
+
+
+class StoreUnavailable(ForecourtError):
+    """The database is unreachable; nothing was changed, retry shortly."""
+
+    code = "store.unavailable"
+    http_status = 503
+    jsonrpc_code = -32000
+    retryable = True
+    default_message = "The service's database is unavailable; try again shortly."
+
+
+# raised in forecourt.gateway.backends.slots and .sessions ---
+
+
+class SlotsUnavailable(ForecourtError):
+    """The shared slot counter (Redis) cannot be reached: GPU work is not admitted blind."""
+
+    code = "gpu.quota_unavailable"
+    http_status = 503
+    jsonrpc_code = -32000
+    retryable = True
+    default_message = "GPU quotas cannot be checked right now."
+
+
+class SessionsUnavailable(ForecourtError):
+    """The shared session store (Redis) cannot be reached."""
+
+    code = "models.sessions_unavailable"
+    http_status = 503
+    jsonrpc_code = -32000
+    retryable = True
+    default_message = "Conversation memory is not available right now."

@@ -1,0 +1,321 @@
+"""The ``AgentExecutor`` of the gateway agent: any catalogue action as an A2A task (seed 001 §9, seed 004 §5).
+
+A dealer's own agents delegate work to Forecourt over A2A. A task's first message carries one DataPart
+naming the action, in either of two shapes::
+
+    {"action": "workflow.run", "payload": {...}}
+    {"action": {"type": "workflow.run", "name": "workflow.run"}, "payload": {...}}   # seed 001's envelope
+
+The action runs through ``Gateway.invoke`` as the caller (auth, scopes, tenancy, policy, limits, audit), and
+the task follows the work:
+
+- ``submitted`` → ``working`` → ``completed`` with a ``result`` artifact for an action that answers at once;
+- a workflow run (``workflow.*``) streams its execution-log entries as a ``log`` artifact (appended chunks, the
+  partial results of a stream) and keeps its latest run view in a ``run`` artifact. When the run stops at a
+  user task (an approval, a first contact), the task becomes ``input-required`` with the waiting tasks in its
+  status message; the next message on the same task, ``{"data": {...}, "task_id"?: "<user task id>"}``,
+  completes that user task (``workflow.complete_task``) and the run continues. ``completed`` / ``failed``
+  follow the run's end;
+- a model or fine-tuning job whose answer is ``{job_id, state}`` with a non-final state is polled through the
+  action's sibling ``….get`` (when the catalogue has one) until it ends, each new state a ``job`` artifact chunk;
+  canceling the task calls the sibling ``….cancel``.
+
+A refused or failed call makes the task ``failed`` with the error's stable ``code`` (never provider detail).
+The executor keeps no state of its own: the run id lives in the task's ``run`` artifact, so the follow-up
+message may reach any replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from a2a.helpers import get_data_parts, new_data_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
+from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]  # no stubs installed
+
+from forecourt.errors import ApprovalPending, ForecourtError, InternalError, InvalidParams
+from forecourt.gateway.base import Invocation, Outcome, Principal
+from forecourt.gateway.pipeline import Gateway
+
+logger = logging.getLogger(__name__)
+
+MEDIA_TYPE = "application/json"
+JOB_RUNNING = frozenset({"queued", "pending", "submitted", "running", "working", "created", "in_progress"})
+JOB_POLL_S = 2.0
+"""How often a running model job is polled through its ``….get`` sibling."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a message asks for: an action with its payload, or the answer to a waiting user task."""
+
+    action: str
+    payload: dict[str, Any]
+    claimed_type: str | None = None
+
+
+def _first_data(message: Message | None) -> dict[str, Any]:
+    if message is None or not message.parts:
+        raise InvalidParams("The message carries no DataPart.")
+    parts = get_data_parts(list(message.parts))
+    if not parts or not isinstance(parts[0], dict):
+        raise InvalidParams("The first part must be a DataPart (a JSON object).")
+    found: dict[str, Any] = _integral(parts[0])
+    return found
+
+
+def _integral(value: Any) -> Any:
+    """Protobuf ``Struct`` numbers come back as floats; integral ones become ints again."""
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def parse_request(data: Mapping[str, Any]) -> Request:
+    """The action of a task's first message."""
+    action = data.get("action")
+    claimed: str | None = None
+    if isinstance(action, Mapping):
+        claimed = str(action["type"]) if action.get("type") else None
+        action = action.get("name")
+    payload = data.get("payload", {})
+    if not isinstance(action, str) or not action or not isinstance(payload, Mapping):
+        raise InvalidParams(
+            "Name an action and its payload: {action, payload}.", details={"fields": ["action", "payload"]}
+        )
+    return Request(action=action, payload=dict(payload), claimed_type=claimed)
+
+
+def _artifact(task: Task | None, name: str) -> dict[str, Any] | None:
+    if task is None:
+        return None
+    for artifact in reversed(task.artifacts):
+        if artifact.name == name:
+            found = get_data_parts(list(artifact.parts))
+            if found and isinstance(found[-1], dict):
+                latest: dict[str, Any] = _integral(found[-1])
+                return latest
+    return None
+
+
+def _message(task_id: str, context_id: str, data: dict[str, Any]) -> Message:
+    from uuid import uuid4
+
+    return Message(
+        message_id=uuid4().hex,
+        role=Role.ROLE_AGENT,
+        task_id=task_id,
+        context_id=context_id,
+        parts=[new_data_part(data, media_type=MEDIA_TYPE)],
+    )
+
+
+def _part(data: Any) -> Part:
+    return new_data_part(data, media_type=MEDIA_TYPE)
+
+
+class GatewayTaskExecutor(AgentExecutor):
+    """Runs catalogue actions as A2A tasks through the gateway."""
+
+    def __init__(self, gateway: Gateway, *, job_poll_s: float | None = None, job_max_polls: int = 1800) -> None:
+        self.gateway = gateway
+        self.job_poll_s = job_poll_s
+        self.job_max_polls = job_max_polls
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Start, continue or answer a task."""
+        task_id, context_id = str(context.task_id), str(context.context_id)
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        if context.current_task is None:
+            await event_queue.enqueue_event(
+                Task(id=task_id, context_id=context_id, status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
+            )
+        try:
+            await self._execute(context, updater)
+        except ForecourtError as exc:
+            await updater.failed(_message(task_id, context_id, {"error": _error(exc)}))
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # top of the surface: nothing internal leaves it
+            logger.exception("unhandled error in an A2A task (task %s)", task_id)
+            await updater.failed(_message(task_id, context_id, {"error": _error(InternalError())}))
+
+    async def _execute(self, context: RequestContext, updater: TaskUpdater) -> None:
+        data = _first_data(context.message)
+        principal = _principal(context)
+        current = context.current_task
+        run = _artifact(current, "run")
+        held = _artifact(current, "held")
+        waiting = current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        await updater.start_work()
+        if waiting and run:
+            outcome = await self._complete_user_task(context, principal, run, data)
+        else:
+            # A call a policy held for approval is sent again as it was when the task is continued.
+            request = parse_request(held if waiting and held else data)
+            try:
+                outcome = await self._invoke(context, principal, request.action, request.payload, request.claimed_type)
+            except ApprovalPending as exc:
+                await self._hold(context, updater, request, exc)
+                return
+        await self._report(context, updater, principal, outcome, seen=len((run or {}).get("log") or []))
+
+    async def _hold(
+        self, context: RequestContext, updater: TaskUpdater, request: Request, exc: ApprovalPending
+    ) -> None:
+        """``input-required`` until a person approves: the status names the approval; any later message on the
+        task sends the held call again (it then runs, is still pending, or is rejected)."""
+        task_id, context_id = str(context.task_id), str(context.context_id)
+        action: Any = {"name": request.action, "type": request.claimed_type} if request.claimed_type else request.action
+        held = {"action": action, "payload": request.payload}
+        await updater.add_artifact([_part(held)], artifact_id=f"{task_id}-held", name="held")
+        note = {"type": "approval.pending", **exc.to_dict(), "approval_id": exc.details.get("approval_id")}
+        await updater.requires_input(_message(task_id, context_id, note))
+
+    async def _invoke(
+        self,
+        context: RequestContext,
+        principal: Principal,
+        action: str,
+        payload: dict[str, Any],
+        claimed_type: str | None = None,
+    ) -> Outcome:
+        state = context.call_context.state if context.call_context else {}
+        return await self.gateway.invoke(
+            Invocation(
+                action=action,
+                payload=payload,
+                principal=principal,
+                surface="a2a",
+                request_id=str(context.task_id),
+                traceparent=(state.get("headers") or {}).get("traceparent"),
+                session_id=str(context.context_id),
+                claimed_type=claimed_type,
+            )
+        )
+
+    async def _complete_user_task(
+        self, context: RequestContext, principal: Principal, run: dict[str, Any], data: dict[str, Any]
+    ) -> Outcome:
+        waiting = run.get("waiting_tasks") or []
+        user_task = data.get("task_id") or (waiting[0]["task_id"] if len(waiting) == 1 else None)
+        if not user_task:
+            raise InvalidParams("Name the waiting task to complete: {task_id, data}.", details={"field": "task_id"})
+        answer = data.get("data", {})
+        payload = {
+            "run_id": run["run_id"],
+            "task_id": str(user_task),
+            "data": answer if isinstance(answer, dict) else {},
+        }
+        if run.get("dealership_id"):
+            payload["dealership_id"] = run["dealership_id"]
+        return await self._invoke(context, principal, "workflow.complete_task", payload)
+
+    async def _report(
+        self, context: RequestContext, updater: TaskUpdater, principal: Principal, outcome: Outcome, *, seen: int
+    ) -> None:
+        output = outcome.output
+        task_id, context_id = str(context.task_id), str(context.context_id)
+        if outcome.result_type == "workflow.run" and isinstance(output, dict) and "run_id" in output:
+            await self._report_run(updater, output, seen, task_id, context_id)
+            return
+        if isinstance(output, dict) and output.get("job_id") and str(output.get("state", "")).lower() in JOB_RUNNING:
+            output = await self._follow_job(context, updater, principal, outcome)
+        await updater.add_artifact(
+            [_part({"type": outcome.result_type, "output": output, "metadata": outcome.metadata})], name="result"
+        )
+        await updater.complete()
+
+    async def _report_run(
+        self, updater: TaskUpdater, run: dict[str, Any], seen: int, task_id: str, context_id: str
+    ) -> None:
+        log = run.get("log") or []
+        for index, entry in enumerate(log[seen:], start=seen):
+            # The first chunk creates the artifact; later ones (in this call or a later one) append to it.
+            await updater.add_artifact([_part(entry)], artifact_id=f"{task_id}-log", name="log", append=index > 0)
+        await updater.add_artifact([_part(run)], artifact_id=f"{task_id}-run", name="run")
+        status = run.get("status")
+        if status == "input_required":
+            waiting = {"run_id": run["run_id"], "waiting_tasks": run.get("waiting_tasks") or []}
+            await updater.requires_input(_message(task_id, context_id, waiting))
+        elif status == "completed":
+            await updater.complete(
+                _message(task_id, context_id, {"run_id": run["run_id"], "outputs": run.get("outputs")})
+            )
+        elif status == "failed":
+            await updater.failed(_message(task_id, context_id, {"run_id": run["run_id"], "error": run.get("error")}))
+        else:  # still running on a replica that stopped: workflow.resume continues it
+            await updater.update_status(TaskState.TASK_STATE_WORKING, _message(task_id, context_id, {"run": status}))
+
+    async def _follow_job(
+        self, context: RequestContext, updater: TaskUpdater, principal: Principal, outcome: Outcome
+    ) -> Any:
+        getter = _sibling(outcome.action, "get")
+        output = outcome.output
+        if self.gateway.catalogue.get(getter) is None:
+            return output
+        task_id = str(context.task_id)
+        last: str | None = None
+        for _ in range(self.job_max_polls):
+            state = str(output.get("state", "")).lower()
+            if state != last:
+                chunk = [_part({"action": outcome.action, **output})]
+                await updater.add_artifact(chunk, artifact_id=f"{task_id}-job", name="job", append=last is not None)
+                last = state
+            if state not in JOB_RUNNING:
+                break
+            await asyncio.sleep(self.job_poll_s if self.job_poll_s is not None else JOB_POLL_S)
+            output = (await self._invoke(context, principal, getter, {"job_id": output["job_id"]})).output
+        return output
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Cancel the task; a model job is canceled upstream through the action's ``….cancel`` sibling."""
+        task = context.current_task
+        updater = TaskUpdater(event_queue, str(context.task_id), str(context.context_id))
+        job = _artifact(task, "job")
+        result = _artifact(task, "result")
+        action = str((result or {}).get("type") or "")
+        if job and job.get("job_id") and context.call_context is not None:
+            canceler = _sibling(str(job.get("action") or action), "cancel")
+            if self.gateway.catalogue.get(canceler) is not None:
+                try:
+                    await self._invoke(context, _principal(context), canceler, {"job_id": job["job_id"]})
+                except ForecourtError as exc:
+                    logger.info("job cancel refused: %s", exc.code)
+        await updater.cancel()
+
+
+def _sibling(action: str, verb: str) -> str:
+    head, _, _ = action.rpartition(".")
+    return f"{head}.{verb}" if head else verb
+
+
+def _principal(context: RequestContext) -> Principal:
+    state = context.call_context.state if context.call_context else {}
+    principal = state.get("principal")
+    if not isinstance(principal, Principal):
+        from forecourt.errors import Unauthorized
+
+        raise Unauthorized()
+    return principal
+
+
+def _error(exc: ForecourtError) -> dict[str, Any]:
+    return exc.to_dict()
+
+
+def task_view(task: Task) -> dict[str, Any]:
+    """A task as JSON (tests and logs)."""
+    view: dict[str, Any] = MessageToDict(task)
+    return view

@@ -1,0 +1,245 @@
+"""The gateway agent: Forecourt's own A2A agent for a dealer's agents, where long-running work is an A2A task.
+
+Paths: ``GET /agent/.well-known/agent-card.json``; JSON-RPC at ``POST /agent/a2a/jsonrpc`` (``SendMessage``,
+``SendStreamingMessage``, ``GetTask``, ``ListTasks``, ``CancelTask``, ``SubscribeToTask``, push-config methods);
+HTTP+JSON under ``/agent/a2a`` (``POST /message:send``, ``POST /message:stream``, ``GET /tasks/{id}``,
+``POST /tasks/{id}:cancel``, ``GET /tasks/{id}:subscribe``, ...). Every request needs a credential
+(``Authorization: Bearer``); a task belongs to the company member that created it and nobody else sees it.
+
+The SDK's ``DefaultRequestHandler`` runs the protocol; tasks, their versions and their event log live in
+Forecourt's database (the SDK's ``VersionedDatabaseTaskStore`` and ``DatabaseTaskEventStream`` on the store's
+engine), so ``GetTask``, ``CancelTask`` and ``SubscribeToTask`` (resubscribe) work on any replica, and a stream
+opened on one replica follows a task another replica runs. Push-notification configs live there too and are
+delivered by :class:`~forecourt.surfaces.a2a.push.SignedPushSender`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import warnings
+from collections.abc import Awaitable, Callable
+from functools import cache
+from typing import Any
+
+import httpx
+from a2a.client.card_resolver import parse_agent_card
+from a2a.server.cluster import DatabaseTaskEventStream, VersionedDatabaseTaskStore
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
+from a2a.server.tasks import DatabasePushNotificationConfigStore
+from sqlalchemy.exc import SAWarning
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+
+from forecourt.errors import ForecourtError, Unauthorized
+from forecourt.gateway.auth.asgi import credentials_from_scope
+from forecourt.gateway.base import Principal
+from forecourt.gateway.pipeline import Gateway
+from forecourt.settings import Settings
+from forecourt.surfaces.a2a.app import push_url_validator
+from forecourt.surfaces.a2a.push import SignedPushSender
+from forecourt.surfaces.a2a.task_executor import GatewayTaskExecutor
+
+logger = logging.getLogger(__name__)
+
+AGENT_PREFIX = "/agent"
+CARD_PATH = AGENT_PREFIX + "/.well-known/agent-card.json"
+JSONRPC_PATH = AGENT_PREFIX + "/a2a/jsonrpc"
+REST_PATH = AGENT_PREFIX + "/a2a"
+TASKS_TABLE = "a2a_agent_tasks"
+EVENTS_TABLE = "a2a_agent_task_events"
+VERSIONS_TABLE = "a2a_agent_task_versions"
+PUSH_TABLE = "a2a_agent_push_configs"
+EVENT_POLL_S = 0.1
+"""How often a stream on one replica polls the shared event log for a task another replica runs."""
+_PRINCIPAL = "forecourt.principal"
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def task_owner(context: ServerCallContext) -> str:
+    """Tasks belong to the authenticated company member (``company/member``)."""
+    return str(context.state.get("owner") or "-")
+
+
+class MemberContextBuilder(DefaultServerCallContextBuilder):
+    """Adds the principal the endpoint wrapper authenticated, and the owner derived from it."""
+
+    def build(self, request: Request) -> ServerCallContext:
+        """The SDK's call context plus the caller."""
+        ctx = super().build(request)
+        principal = request.scope.get(_PRINCIPAL)
+        ctx.state["principal"] = principal
+        if isinstance(principal, Principal):
+            ctx.state["owner"] = f"{principal.company_id or '-'}/{principal.member_id or principal.subject or '-'}"
+        return ctx
+
+
+def agent_card(base_url: str, settings: Settings) -> dict[str, Any]:
+    """The gateway agent's card; ``capabilities`` say what this server really does."""
+    root = base_url.rstrip("/")
+    return {
+        "name": f"{settings.instance_name} gateway agent",
+        "description": (
+            "Forecourt's MCP gateway as an A2A agent: delegate any catalogue action (workflows, model calls and "
+            "jobs, embeddings, dealer data) as a task; long-running work streams its progress, waits for input "
+            "at approvals and user tasks, and notifies a webhook."
+        ),
+        "version": "1.0.0",
+        "supportedInterfaces": [
+            {"url": root + JSONRPC_PATH, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": root + REST_PATH, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+        ],
+        "capabilities": {"streaming": True, "pushNotifications": True},
+        "securitySchemes": {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}},
+        "securityRequirements": [{"schemes": {"bearer": {"list": []}}}],
+        "defaultInputModes": ["application/json"],
+        "defaultOutputModes": ["application/json"],
+        "skills": [
+            {
+                "id": "gateway.invoke",
+                "name": "Run a gateway action as a task",
+                "description": (
+                    'Send a DataPart {"action": "<name>", "payload": {...}} (or seed 001\'s {"action": {"type", '
+                    '"name"}, "payload"}). Workflows report their log as a streamed artifact and stop in '
+                    'input-required at user tasks: answer with {"task_id"?, "data": {...}} on the same task.'
+                ),
+                "tags": ["workflow", "model", "embedding", "approval", "long-running"],
+                "inputModes": ["application/json"],
+                "outputModes": ["application/json"],
+            }
+        ],
+    }
+
+
+@cache
+def _models() -> tuple[Any, Any, Any, Any]:
+    """The SDK's ORM classes for Forecourt's table names, declared once per process."""
+    from a2a.server.models import (
+        create_push_notification_config_model,
+        create_task_event_model,
+        create_task_model,
+        create_task_version_model,
+    )
+
+    with warnings.catch_warnings():
+        # The SDK names every generated class like its default one; harmless, declared once here.
+        warnings.simplefilter("ignore", SAWarning)
+        return (
+            create_task_model(TASKS_TABLE),
+            create_task_event_model(EVENTS_TABLE),
+            create_task_version_model(VERSIONS_TABLE),
+            create_push_notification_config_model(PUSH_TABLE),
+        )
+
+
+def _fernet_key(settings: Settings) -> bytes:
+    digest = hashlib.sha256(b"forecourt-a2a-push\x00" + settings.cursor_secret.get_secret_value().encode()).digest()
+    return base64.urlsafe_b64encode(digest)
+
+
+class GatewayAgentSurface:
+    """Routes of the gateway agent over both A2A bindings."""
+
+    def __init__(self, gateway: Gateway, settings: Settings, *, http: httpx.AsyncClient | None = None) -> None:
+        engine = getattr(gateway.store, "engine", None)
+        if engine is None:
+            raise TypeError("the gateway agent keeps its tasks in the SQL store")
+        self.gateway = gateway
+        self.settings = settings
+        task_model, event_model, version_model, push_model = _models()
+        # Built with the SDK's default names, then pointed at Forecourt's tables (the ORM classes of those are
+        # declared once per process in _models; declaring them per store would clash in one MetaData).
+        self.task_store = VersionedDatabaseTaskStore(engine, create_table=True, owner_resolver=task_owner)
+        self.task_store._db.task_model = task_model
+        self.task_store._event_model = event_model
+        self.task_store._version_model = version_model
+        self.events = DatabaseTaskEventStream(engine, create_table=True, poll_interval_s=EVENT_POLL_S)
+        self.events._event_model = event_model
+        self.push_store = DatabasePushNotificationConfigStore(
+            engine, create_table=True, encryption_key=_fernet_key(settings), owner_resolver=task_owner
+        )
+        self.push_store.config_model = push_model
+        validator = push_url_validator(settings)
+        self.http = http or httpx.AsyncClient(timeout=10.0, follow_redirects=False)
+        self.push_sender = SignedPushSender(self.http, self.push_store, validator)
+        self.executor = GatewayTaskExecutor(gateway)
+        self.handler = DefaultRequestHandler(
+            agent_executor=self.executor,
+            task_store=self.task_store,
+            agent_card=parse_agent_card(agent_card("http://localhost/", settings)),
+            push_config_store=self.push_store,
+            push_sender=self.push_sender,
+            push_url_validator=validator,
+            event_stream=self.events,
+        )
+        self.builder = MemberContextBuilder()
+
+    async def start(self) -> None:
+        """Create the SDK's tables when missing (idempotent)."""
+        await self.task_store.initialize()
+        await self.events.initialize()
+        await self.push_store.initialize()
+
+    async def close(self) -> None:
+        """Drain running tasks and close the webhook client."""
+        await self.handler.aclose()
+        await self.http.aclose()
+
+    def routes(self) -> list[BaseRoute]:
+        """The card and both bindings."""
+        jsonrpc = [
+            Route(r.path, self._authenticated(r.endpoint, jsonrpc=True), methods=["POST"])
+            for r in create_jsonrpc_routes(self.handler, rpc_url=JSONRPC_PATH, context_builder=self.builder)
+            if isinstance(r, Route)
+        ]
+        rest = [
+            Route(
+                r.path, self._authenticated(r.endpoint, jsonrpc=False), methods=sorted((r.methods or set()) - {"HEAD"})
+            )
+            for r in create_rest_routes(self.handler, context_builder=self.builder)
+            if isinstance(r, Route)
+        ]
+        return [Route(CARD_PATH, self.card, methods=["GET"]), *jsonrpc, Mount(REST_PATH, routes=rest)]
+
+    async def card(self, request: Request) -> Response:
+        """``GET /agent/.well-known/agent-card.json``."""
+        return JSONResponse(
+            agent_card(str(request.base_url), self.settings), headers={"Cache-Control": "public, max-age=60"}
+        )
+
+    def _authenticated(self, endpoint: Endpoint, *, jsonrpc: bool) -> Endpoint:
+        async def wrapped(request: Request) -> Response:
+            try:
+                await self.start()
+                principal = await self.gateway.authenticator.authenticate(credentials_from_scope(request.scope), None)
+                if principal is None or principal.anonymous:
+                    raise Unauthorized()
+            except ForecourtError as exc:
+                return _refusal(exc, jsonrpc=jsonrpc)
+            request.scope[_PRINCIPAL] = principal
+            return await endpoint(request)
+
+        return wrapped
+
+
+def _refusal(exc: ForecourtError, *, jsonrpc: bool) -> Response:
+    headers = {"WWW-Authenticate": 'Bearer realm="forecourt"', **exc.headers}
+    if jsonrpc:
+        error = {"code": exc.jsonrpc_code, "message": exc.message, "data": exc.to_dict()}
+        return JSONResponse(
+            {"jsonrpc": "2.0", "id": None, "error": error}, status_code=exc.http_status, headers=headers
+        )
+    return JSONResponse({"error": exc.to_dict()}, status_code=exc.http_status, headers=headers)
+
+
+def gateway_agent_routes(services: Any) -> list[BaseRoute]:
+    """The gateway agent's routes for an app's services (none without an SQL store); closed with the services."""
+    if getattr(services.gateway.store, "engine", None) is None:
+        return []
+    surface = GatewayAgentSurface(services.gateway, services.settings)
+    services.closers.append(surface.close)
+    return surface.routes()

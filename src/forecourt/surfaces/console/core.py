@@ -1,0 +1,197 @@
+"""The console's plumbing: templates, security headers, the session around each page, and gateway calls.
+
+Every read and every change a page makes is one ``Gateway.invoke`` with ``surface="console"``: the signed-in
+person's API key or OIDC token is the credential (same policy, limits and audit as any other front door), and
+the operator's session calls as the internal operator principal, exactly like the CLI.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from forecourt.errors import CsrfRejected, ForecourtError, Unauthorized
+from forecourt.gateway.base import Credentials, Invocation, Principal
+from forecourt.gateway.pipeline import Gateway
+from forecourt.settings import Settings
+from forecourt.surfaces.console.session import COOKIE, Session, Sessions, csrf_ok
+from forecourt.surfaces.http_util import credentials_from_request
+
+logger = logging.getLogger(__name__)
+HERE = Path(__file__).parent
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+NAV = (
+    ("overview", "Overview", ""),
+    ("tenants", "Tenants", "tenants"),
+    ("policies", "Policies", "policies"),
+    ("audit", "Audit", "audit"),
+    ("leads", "Leads", "leads"),
+    ("inventory", "Inventory", "inventory"),
+    ("approvals", "Approvals", "approvals"),
+    ("tools", "Tools", "tools"),
+    ("upstreams", "Upstream MCP", "upstreams"),
+)
+
+
+def same_origin(request: Request) -> bool:
+    """Whether a POST's ``Origin`` (when the browser sends one) is this console's own origin."""
+    origin = request.headers.get("origin")
+    if origin is None or origin == "null":
+        return origin is None
+    host = request.headers.get("host", "")
+    return origin.split("://", 1)[-1].rstrip("/") == host
+
+
+@dataclass
+class Page:
+    """One console request with its session: what a view works with."""
+
+    request: Request
+    session: Session
+    core: ConsoleCore
+    form: dict[str, Any] | None = None
+
+    @property
+    def company(self) -> str:
+        """The company the page is about (the admin's own; the operator's current choice)."""
+        if self.session.company_id is None:
+            raise Unauthorized("Choose a company first.")
+        return self.session.company_id
+
+    async def call(self, action: str, payload: dict[str, Any] | None = None) -> Any:
+        """Run ``action`` through the gateway as the signed-in person; returns the output."""
+        return await self.core.invoke(self.request, self.session, action, payload or {})
+
+    def field(self, name: str, default: str = "") -> str:
+        """A posted form field, or a query parameter on GET."""
+        source = self.form if self.form is not None else self.request.query_params
+        value = source.get(name, default)
+        return value if isinstance(value, str) else default
+
+    def url(self, path: str = "") -> str:
+        """A console URL."""
+        return f"{self.core.prefix}/{path}"
+
+    def render(self, template: str, status: int = 200, **context: Any) -> Response:
+        """The page ``template`` with the common context."""
+        return self.core.render(template, status=status, page=self, **context)
+
+    def redirect(self, path: str, flash: str | None = None) -> Response:
+        """303 to another console page (after a change), with an optional one-time message."""
+        self.session.flash = flash
+        return RedirectResponse(self.url(path), status_code=303)
+
+
+View = Callable[[Page], Awaitable[Response]]
+
+
+class ConsoleCore:
+    """Templates, sessions and the gateway, shared by every console view."""
+
+    def __init__(self, gateway: Gateway, settings: Settings) -> None:
+        self.gateway = gateway
+        self.settings = settings
+        self.prefix = settings.console_prefix.rstrip("/")
+        self.sessions = Sessions(settings)
+        self.env = Environment(
+            loader=FileSystemLoader(str(HERE / "templates")),
+            autoescape=select_autoescape(("html", "svg")),
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.env.globals.update(prefix=self.prefix, nav=NAV)
+
+    def render(self, template: str, *, status: int = 200, **context: Any) -> Response:
+        """An HTML response with the console's security headers."""
+        html = self.env.get_template(template).render(**context)
+        return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+
+    def secure(self, request: Request) -> bool:
+        """Whether the request came over TLS (cookies are then ``Secure``)."""
+        return request.url.scheme == "https"
+
+    def set_session(self, request: Request, response: Response, session: Session | None) -> None:
+        """Write (or clear) the session cookie: ``HttpOnly``, ``SameSite=Lax``, ``Secure`` over TLS."""
+        path = self.prefix + "/"
+        if session is None:
+            response.delete_cookie(COOKIE, path=path, httponly=True, samesite="lax", secure=self.secure(request))
+            return
+        response.set_cookie(
+            COOKIE,
+            self.sessions.dump(session),
+            path=path,
+            httponly=True,
+            samesite="lax",
+            secure=self.secure(request),
+            max_age=int(self.settings.console_idle_timeout_s),
+        )
+
+    async def invoke(self, request: Request, session: Session, action: str, payload: dict[str, Any]) -> Any:
+        """One gateway call as the session's person (the operator: the internal operator principal)."""
+        principal = None
+        if session.operator:
+            principal = Principal(
+                method="internal",
+                company_id=payload.get("company_id") or session.company_id,
+                member_id=None,
+                subject="operator",
+                client_address=credentials_from_request(request).peer_address,
+            )
+        inv = Invocation(
+            action=action,
+            payload=payload,
+            credentials=Credentials(bearer=session.token, peer_address=credentials_from_request(request).peer_address),
+            surface="console",
+            principal=principal,
+            traceparent=request.headers.get("traceparent"),
+        )
+        return (await self.gateway.invoke(inv)).output
+
+    def page(self, view: View, *, write: bool = False) -> Callable[[Request], Awaitable[Response]]:
+        """A Starlette endpoint around ``view``: session required, CSRF checked on posts, errors as pages."""
+
+        async def endpoint(request: Request) -> Response:
+            session = self.sessions.load(request.cookies.get(COOKIE))
+            if session is None:
+                response: Response = RedirectResponse(f"{self.prefix}/signin", status_code=303)
+                self.set_session(request, response, None)
+                return response
+            page = Page(request, session, self)
+            try:
+                if request.method == "POST":
+                    page.form = dict(await request.form())
+                    if not same_origin(request) or not csrf_ok(session, page.form.get("csrf")):
+                        raise CsrfRejected()
+                response = await view(page)
+            except Unauthorized:
+                response = RedirectResponse(f"{self.prefix}/signin", status_code=303)
+                self.set_session(request, response, None)
+                return response
+            except ForecourtError as exc:
+                response = page.render("error.html", status=exc.http_status, error=exc)
+            except Exception:  # top of the surface
+                logger.exception("unhandled error on the console")
+                response = page.render("error.html", status=500, error=None)
+            if page.session.flash and response.status_code < 300:
+                page.session.flash = None  # shown on this page
+            self.set_session(request, response, page.session)
+            return response
+
+        return endpoint

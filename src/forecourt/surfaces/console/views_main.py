@@ -1,0 +1,128 @@
+"""Overview, company switch, tools and the audit explorer."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+import orjson
+from starlette.responses import Response
+
+from forecourt.surfaces.console.charts import bars
+from forecourt.surfaces.console.core import SECURITY_HEADERS, Page
+
+AUDIT_FIELDS = ("since", "until", "member_id", "action", "surface", "outcome", "dealership_id", "trace_id")
+EXPORT_COLUMNS = (
+    "id",
+    "occurred_at",
+    "company_id",
+    "dealership_id",
+    "member_id",
+    "action",
+    "surface",
+    "result_class",
+    "status_code",
+    "error_code",
+    "duration_ms",
+    "trace_id",
+    "args_digest",
+    "args_redacted",
+)
+
+
+async def _overview_data(page: Page) -> dict[str, Any]:
+    data: dict[str, Any] = await page.call("console.overview", {"company_id": page.company, "minutes": 60})
+    data["bars"], data["top"] = bars(data["series"], data["error_series"])
+    return data
+
+
+async def overview(page: Page) -> Response:
+    """The overview page; its panel refreshes itself every few seconds."""
+    return page.render("overview.html", data=await _overview_data(page), active="overview")
+
+
+async def overview_panel(page: Page) -> Response:
+    """The overview's live panel alone (polled by console.js)."""
+    return page.render("_overview_panel.html", data=await _overview_data(page))
+
+
+async def switch_company(page: Page) -> Response:
+    """The operator picks the company the pages are about."""
+    wanted = page.field("company_id")
+    companies = await page.call("console.companies.list")
+    if page.session.operator and any(c["id"] == wanted for c in companies["items"]):
+        page.session.company_id = wanted
+    return page.redirect("", flash=f"Now viewing {page.session.company_id}.")
+
+
+async def companies_for(page: Page) -> list[dict[str, Any]]:
+    """Companies for the header's switcher (operator only)."""
+    if not page.session.operator:
+        return []
+    return list((await page.call("console.companies.list"))["items"])
+
+
+async def tools(page: Page) -> Response:
+    """What each member sees over MCP, with its size in tokens."""
+    members = (await page.call("admin.members.list", {"company_id": page.company}))["items"]
+    chosen = page.field("member_id") or (members[0]["id"] if members else "")
+    listing = None
+    if chosen:
+        listing = await page.call("console.tools.list", {"company_id": page.company, "member_id": chosen})
+    return page.render("tools.html", members=members, chosen=chosen, listing=listing, active="tools")
+
+
+def _filters(page: Page) -> dict[str, Any]:
+    payload: dict[str, Any] = {"company_id": page.company}
+    for name in AUDIT_FIELDS:
+        value = page.field(name).strip()
+        if value:
+            payload[name] = value
+    return payload
+
+
+async def audit(page: Page) -> Response:
+    """The audit explorer: filters, results, links to each record and to the exports."""
+    filters = _filters(page)
+    result = await page.call("console.audit.search", {**filters, "limit": 200})
+    query = "&".join(f"{k}={v}" for k, v in filters.items() if k != "company_id")
+    return page.render(
+        "audit.html", items=result["items"], filters=filters, query=query, fields=AUDIT_FIELDS, active="audit"
+    )
+
+
+async def audit_record(page: Page) -> Response:
+    """One audit record, every field (arguments as stored: redacted)."""
+    record_id = page.request.path_params["record_id"]
+    found = await page.call("console.audit.search", {"company_id": page.company, "record_id": record_id, "limit": 1})
+    if not found["items"]:
+        return page.render("error.html", status=404, error=None, message="No such audit record.")
+    record = found["items"][0]
+    pretty = orjson.dumps(record["args_redacted"], option=orjson.OPT_INDENT_2).decode()
+    return page.render("audit_record.html", record=record, args=pretty, active="audit")
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet will not run as a formula."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+async def audit_export(page: Page) -> Response:
+    """The filtered records as JSON lines or CSV (up to 5,000)."""
+    fmt = page.request.path_params["fmt"]
+    result = await page.call("console.audit.search", {**_filters(page), "limit": 5000})
+    headers = {**SECURITY_HEADERS, "Content-Disposition": f'attachment; filename="audit.{fmt}"'}
+    if fmt == "jsonl":
+        body = b"".join(orjson.dumps(r, option=orjson.OPT_SORT_KEYS) + b"\n" for r in result["items"])
+        return Response(body, media_type="application/x-ndjson", headers=headers)
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(EXPORT_COLUMNS)
+    for r in result["items"]:
+        row = [_cell(r.get(c)) for c in EXPORT_COLUMNS]
+        row[-1] = _cell(orjson.dumps(r["args_redacted"]).decode())
+        writer.writerow(row)
+    return Response(out.getvalue(), media_type="text/csv", headers=headers)

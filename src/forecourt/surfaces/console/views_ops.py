@@ -1,0 +1,179 @@
+"""Leads and deliveries, inventory, approvals and upstream MCP servers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.datastructures import UploadFile
+from starlette.responses import Response
+
+from forecourt.errors import ForecourtError, InvalidParams
+from forecourt.surfaces.console.core import Page
+
+MAX_FEED_BYTES = 4_000_000
+
+
+async def _rooftops(page: Page) -> list[dict[str, Any]]:
+    return list((await page.call("console.inventory.summary", {"company_id": page.company}))["items"])
+
+
+async def leads(page: Page) -> Response:
+    """A rooftop's recent leads, masked."""
+    rooftops = await _rooftops(page)
+    chosen = page.field("dealership_id") or (rooftops[0]["dealership_id"] if rooftops else "")
+    result = None
+    if chosen:
+        result = await page.call("console.leads.list", {"company_id": page.company, "dealership_id": chosen})
+    return page.render("leads.html", rooftops=rooftops, chosen=chosen, result=result, active="leads")
+
+
+async def lead(page: Page) -> Response:
+    """One lead: masked by default; a POST with ``reveal`` shows the contact (and is audited as such)."""
+    params = page.request.path_params
+    reveal = page.form is not None and page.field("reveal") == "1"
+    payload = {
+        "company_id": page.company,
+        "dealership_id": params["dealership_id"],
+        "lead_id": params["lead_id"],
+        "reveal": reveal,
+    }
+    found = await page.call("console.leads.show", payload)
+    return page.render("lead.html", lead=found, active="leads")
+
+
+async def retry_delivery(page: Page) -> Response:
+    """Make a delivery due now."""
+    params = page.request.path_params
+    payload = {
+        "company_id": page.company,
+        "dealership_id": params["dealership_id"],
+        "delivery_id": params["delivery_id"],
+    }
+    await page.call("console.deliveries.retry", payload)
+    back = page.field("back") or "leads"
+    return page.redirect(back if back.startswith("leads") else "leads", flash="Delivery queued to retry now.")
+
+
+async def inventory(page: Page) -> Response:
+    """Per rooftop counts and freshness, and the feed upload."""
+    return page.render("inventory.html", rooftops=await _rooftops(page), report=None, active="inventory")
+
+
+async def upload(page: Page) -> Response:
+    """Import an uploaded feed; answers the report (the fragment alone for the progress-bar script)."""
+    assert page.form is not None
+    feed = page.form.get("feed")
+    if not isinstance(feed, UploadFile):
+        raise InvalidParams("Choose a feed file.")
+    data = await feed.read(MAX_FEED_BYTES + 1)
+    if len(data) > MAX_FEED_BYTES:
+        raise InvalidParams("The feed is larger than 4 MB; import it with `forecourt inventory import`.")
+    payload = {
+        "company_id": page.company,
+        "dealership_id": page.request.path_params["dealership_id"],
+        "feed": data.decode("utf-8", errors="replace"),
+        "filename": (feed.filename or "feed.csv")[:200],
+        "full": page.field("full") == "on",
+    }
+    report = await page.call("console.inventory.import", payload)
+    if page.request.headers.get("x-console-fragment") == "1":
+        return page.render("_import_report.html", report=report)
+    return page.render("inventory.html", rooftops=await _rooftops(page), report=report, active="inventory")
+
+
+async def approvals(page: Page) -> Response:
+    """Workflow user tasks waiting for a person, and agents' calls held by policy."""
+    rooftops = await _rooftops(page)
+    waiting: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for rooftop in rooftops:
+        try:
+            runs = await page.call(
+                "workflow.list_runs", {"dealership_id": rooftop["dealership_id"], "status": "input_required"}
+            )
+        except ForecourtError as exc:
+            problems.append(f"{rooftop['dealership_id']}: {exc.code}")
+            continue
+        for run in runs.get("items", []):
+            detail = await page.call(
+                "workflow.get", {"dealership_id": rooftop["dealership_id"], "run_id": run["run_id"]}
+            )
+            for task in detail.get("waiting_tasks", []):
+                waiting.append({"run": detail, "task": task, "dealership_id": rooftop["dealership_id"]})
+    held = (await page.call("approvals.list", {"company_id": page.company}))["items"]
+    return page.render("approvals.html", waiting=waiting, held=held, problems=problems, active="approvals")
+
+
+async def complete_task(page: Page) -> Response:
+    """Approve or reject a workflow user task with a comment (``workflow.complete_task``)."""
+    decision = page.field("decision") or "approve"
+    data: dict[str, Any] = {"comment": page.field("comment")[:500], "decided_in": "console"}
+    outcome_field = page.field("outcome_field")
+    if outcome_field:
+        data[outcome_field[:64]] = page.field("outcome") or decision
+    else:
+        data["decision"] = decision
+    payload = {
+        "dealership_id": page.field("dealership_id"),
+        "run_id": page.field("run_id"),
+        "task_id": page.field("task_id"),
+        "data": data,
+    }
+    run = await page.call("workflow.complete_task", payload)
+    return page.redirect("approvals", flash=f"Task completed; the run is now {run.get('status')}.")
+
+
+async def decide_held(page: Page) -> Response:
+    """Approve or reject a call held by policy."""
+    payload = {
+        "company_id": page.company,
+        "approval_id": page.request.path_params["approval_id"],
+        "decision": "reject" if page.field("decision") == "reject" else "approve",
+        "comment": page.field("comment")[:500],
+    }
+    result = await page.call("approvals.decide", payload)
+    return page.redirect("approvals", flash=f"Call {result['status']}.")
+
+
+async def upstreams(page: Page) -> Response:
+    """The company's upstream MCP servers, their state and tools."""
+    items = (await page.call("admin.upstreams.list", {"company_id": page.company}))["items"]
+    tested = page.field("tested")
+    return page.render("upstreams.html", items=items, tested=tested, active="upstreams")
+
+
+async def save_upstream(page: Page) -> Response:
+    """Register an upstream MCP server (Streamable HTTP)."""
+    spec = {
+        "id": page.field("id").strip(),
+        "url": page.field("url").strip(),
+        "description": page.field("description").strip()[:200],
+        "enabled": True,
+    }
+    if page.field("namespace").strip():
+        spec["namespace"] = page.field("namespace").strip()
+    await page.call("admin.upstreams.upsert", {"company_id": page.company, "upstream": spec})
+    return page.redirect("upstreams", flash=f"Upstream {spec['id']} saved.")
+
+
+async def upstream_action(page: Page) -> Response:
+    """Enable, disable, test or remove an upstream."""
+    upstream_id = page.request.path_params["upstream_id"]
+    op = page.request.path_params["op"]
+    c = {"company_id": page.company}
+    if op == "delete":
+        await page.call("admin.upstreams.delete", {**c, "upstream_id": upstream_id})
+        return page.redirect("upstreams", flash=f"Upstream {upstream_id} removed.")
+    items = (await page.call("admin.upstreams.list", c))["items"]
+    current = next((u for u in items if u["id"] == upstream_id), None)
+    if current is None:
+        raise InvalidParams("No such upstream.")
+    if op == "toggle":
+        enabled = not current.get("enabled", True)
+        await page.call("admin.upstreams.set_enabled", {**c, "upstream_id": upstream_id, "enabled": enabled})
+        return page.redirect("upstreams", flash=f"Upstream {upstream_id} {'enabled' if enabled else 'disabled'}.")
+    status = current.get("status", {})
+    verdict = (
+        "connected" if status.get("connected") else f"not connected ({status.get('last_error') or 'no answer yet'})"
+    )
+    return page.redirect("upstreams", flash=f"Test of {upstream_id}: {verdict}; {len(status.get('tools', []))} tools.")

@@ -1,0 +1,175 @@
+"""Probe: every field that holds a URL the server fetches refuses unsafe targets when saved (issue 11, item 5),
+and every connection is checked again when made.
+
+Each URL field of each admin schema (company OIDC issuer and JWKS URL, dealership CRM endpoint, model
+``base_url`` overrides and other adapter URL settings, upstream MCP servers) is saved through the admin REST
+API with each hostile target; each is refused with a clear error naming the field, and nothing is saved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from forecourt.errors import UnsafeTarget
+from forecourt.outbound_urls import guarded_transport
+from gateway.support import MOTOR, TOYOTA, Rig, Template, start_rig, stop_rig
+
+from .conftest import HIGH_LIMITS
+from .support import error_code_of
+
+ADMIN = f"/admin/v1/companies/{MOTOR}"
+HOSTILE_URLS = [
+    "file:///etc/passwd",
+    "gopher://example.com/x",
+    "ftp://example.com/x",
+    "javascript:alert(1)",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://[fe80::1]/x",
+    "http://10.0.0.8/x",
+    "http://192.168.1.1/x",
+    "http://172.16.0.1/x",
+    "http://100.64.0.1/x",
+    "http://127.0.0.1:8080/x",
+    "http://2130706433/x",
+    "http://0x7f.1/x",
+    "http://0177.0.0.1/x",
+    "http://[::1]/x",
+    "http://[::ffff:127.0.0.1]/x",
+    "http://0.0.0.0/x",
+    "http://localhost/x",
+    "http://metadata.google.internal/computeMetadata/v1/",
+    "http://printer.local/x",
+    "http://user:secret@example.com/x",
+    "http://",
+    "http://[bad/x",
+]
+
+
+def _company(url: str) -> list[tuple[str, str, dict[str, Any]]]:
+    base = {"profile_id": "demo", "name": "Demo Motor Group"}
+    return [
+        ("PUT", ADMIN, {**base, "oidc_issuer": url}),
+        ("PUT", ADMIN, {**base, "oidc_jwks_url": url}),
+    ]
+
+
+def _dealership(url: str) -> list[tuple[str, str, dict[str, Any]]]:
+    return [("PUT", f"{ADMIN}/dealerships/{TOYOTA}", {"name": "Demo Toyota SF", "crm_endpoint": url})]
+
+
+def _adapters(url: str) -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        ("PUT", f"{ADMIN}/adapters/openai", {"base_url": url}),
+        ("PUT", f"{ADMIN}/adapters/vertex", {"base_url": url}),
+        ("PUT", f"{ADMIN}/adapters/nvidia", {"nim": {"base_url": url}, "triton_url": url}),
+        ("PUT", f"{ADMIN}/adapters/crm", {"endpoint": url}),
+        ("PUT", f"{ADMIN}/adapters/embeddings", {"providers": [{"url": url}]}),
+    ]
+
+
+def _upstream(url: str) -> list[tuple[str, str, dict[str, Any]]]:
+    return [("PUT", f"{ADMIN}/upstreams/probe", {"transport": "http", "url": url, "namespace": "probe"})]
+
+
+FIELDS = {"company": _company, "dealership": _dealership, "adapters": _adapters, "upstream": _upstream}
+
+
+async def _snapshot(rig: Rig) -> list[Any]:
+    headers = {"Authorization": f"Bearer {rig.keys['admin']}"}
+    out = []
+    for sub in ("", "/dealerships", "/adapters", "/upstreams"):
+        response = await rig.client.get(f"{ADMIN}{sub}", headers=headers)
+        out.append(response.json())
+    return out
+
+
+@pytest.mark.parametrize("field", sorted(FIELDS))
+async def test_every_url_field_refuses_every_unsafe_target_when_saved(rig: Rig, field: str) -> None:
+    headers = {"Authorization": f"Bearer {rig.keys['admin']}"}
+    before = await _snapshot(rig)
+    for url in HOSTILE_URLS:
+        for method, path, body in FIELDS[field](url):
+            response = await rig.client.request(method, path, json=body, headers=headers)
+            assert 400 <= response.status_code < 500, (url, path, response.status_code, response.text[:300])
+            code = error_code_of(response.json())
+            assert code in ("invalid_params", "net.unsafe_target"), (url, path, response.text[:300])
+            if code == "invalid_params":
+                errors = response.json()["error"]["details"]["errors"]
+                assert errors[0]["rule"] == "unsafe_url", errors
+    assert await _snapshot(rig) == before
+
+
+async def test_a_public_url_is_accepted_in_every_field(rig: Rig) -> None:
+    headers = {"Authorization": f"Bearer {rig.keys['admin']}"}
+    for field in ("company", "dealership"):
+        for method, path, body in FIELDS[field]("https://93.184.215.14/ok"):
+            response = await rig.client.request(method, path, json=body, headers=headers)
+            assert response.status_code == 200, (path, response.text[:300])
+
+
+@pytest.fixture
+async def private_rig(hostile_template: Template, tmp_path: Path) -> AsyncIterator[Rig]:
+    made = await start_rig(hostile_template, tmp_path, allow_private_targets=True, **HIGH_LIMITS)
+    try:
+        yield made
+    finally:
+        await stop_rig(made)
+
+
+async def test_allowing_private_targets_admits_private_addresses_but_never_other_schemes(private_rig: Rig) -> None:
+    headers = {"Authorization": f"Bearer {private_rig.keys['admin']}"}
+    ok = await private_rig.client.put(
+        f"{ADMIN}/adapters/openai", json={"base_url": "http://10.0.0.8/v1"}, headers=headers
+    )
+    assert ok.status_code == 200, ok.text
+    for url in ("file:///etc/passwd", "gopher://10.0.0.8/", "http://user:pw@10.0.0.8/"):
+        refused = await private_rig.client.put(f"{ADMIN}/adapters/openai", json={"base_url": url}, headers=headers)
+        assert refused.status_code == 422, (url, refused.text)
+
+
+# ------------------------------------------------------------------ connect time
+
+
+@pytest.fixture
+async def listener() -> AsyncIterator[tuple[int, list[bytes]]]:
+    hits: list[bytes] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        hits.append(await reader.read(1024))
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1], hits
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_connection_is_checked_when_made_even_for_a_name_that_passed_an_earlier_check(
+    listener: tuple[int, list[bytes]],
+) -> None:
+    port, hits = listener
+    async with httpx.AsyncClient(transport=guarded_transport(allow_private=False)) as client:
+        for url in (f"http://localhost:{port}/", f"http://127.0.0.1:{port}/", f"http://[::ffff:127.0.0.1]:{port}/"):
+            with pytest.raises(UnsafeTarget):
+                await client.get(url)
+    assert hits == []
+
+
+async def test_the_guarded_transport_connects_when_private_targets_are_allowed(
+    listener: tuple[int, list[bytes]],
+) -> None:
+    port, hits = listener
+    async with httpx.AsyncClient(transport=guarded_transport(allow_private=True)) as client:
+        response = await client.get(f"http://localhost:{port}/")
+    assert response.status_code == 200
+    assert len(hits) == 1
