@@ -91,9 +91,14 @@ class Services:
                 await self.audit.flush(attempts=3)
         for task in self.tasks:
             task.cancel()
+        if self.tasks:
+            # Bounded: a loop that swallows its cancellation must not hold the process (or a CLI command) open.
+            _, stuck = await asyncio.wait(self.tasks, timeout=self.settings.drain_timeout_s)
+            for task in stuck:
+                logger.warning("background task %s did not stop on shutdown", task.get_name())
         for task in self.tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: a loop that failed has logged its own error
         await self.audit.close()
         for closer in reversed(self.closers):
             with contextlib.suppress(Exception):

@@ -79,15 +79,18 @@ class RuntimeSampler:
         """Sample until stopped or cancelled (a ``services.background`` factory)."""
         self.announce()
         loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
         while not self._stopping.is_set():
             try:
                 await self.sample_once()
             except Exception:  # a metrics loop must never take the process down
                 logger.warning("metrics sample failed", exc_info=True)
+            _raise_if_cancelling(task)
             expected = loop.time() + self.interval_s
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.interval_s):
                     await self._stopping.wait()
+            _raise_if_cancelling(task)
             self.metrics.event_loop_lag.observe(max(loop.time() - expected, 0.0))
 
     async def sample_once(self) -> None:
@@ -150,6 +153,16 @@ class RuntimeSampler:
             return
         self.metrics.redis_roundtrip.observe(time.perf_counter() - started)
         self.metrics.redis_up.set(1)
+
+
+def _raise_if_cancelling(task: asyncio.Task[Any] | None) -> None:
+    """End the loop when its task was asked to stop.
+
+    A client library that turns a cancellation into an error of its own (caught above as a failed sample)
+    must not keep the loop alive after shutdown cancelled it.
+    """
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 def _resident_bytes() -> int | None:
