@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
 import os
+import pstats
 import sys
 import tempfile
 import time
@@ -141,12 +143,19 @@ async def main(args: argparse.Namespace) -> None:
             for i in range(50):  # warm caches (authentication, tenancy, compiled statements)
                 await client.post("/mcp", content=_body(i), headers=_headers(token))
             path = await _trace_one(client, token)
+            profile = cProfile.Profile() if args.profile else None
             started_cpu, started = time.process_time(), time.perf_counter()
+            if profile is not None:
+                profile.enable()
             for i in range(args.calls):
                 response = await client.post("/mcp", content=_body(i), headers=_headers(token))
                 if response.status_code != 200:
                     raise RuntimeError(response.text[:300])
+            if profile is not None:
+                profile.disable()
             cpu, wall = time.process_time() - started_cpu, time.perf_counter() - started
+            if profile is not None:
+                pstats.Stats(profile, stream=sys.stderr).sort_stats("tottime").print_stats(args.profile_rows)
     out = {
         "calls": args.calls,
         "cpu_ms_per_call": round(1000 * cpu / args.calls, 3),
@@ -158,6 +167,8 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", action="store_true", help="print cProfile's top functions (to stderr)")
+    parser.add_argument("--profile-rows", type=int, default=40)
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--files", action="store_true", help="also list every module entered")
     asyncio.run(main(parser.parse_args()))

@@ -133,6 +133,14 @@ class LiveServer:
                 return route.app.surface
         raise AssertionError("no /mcp route")
 
+    @property
+    def surface_direct(self) -> Any:
+        """The direct path of the running MCP endpoint (``surfaces/mcp/direct.py``)."""
+        for route in self.app.routes:
+            if getattr(route, "path", None) == "/mcp":
+                return route.app.direct
+        raise AssertionError("no /mcp route")
+
     async def start(self) -> None:
         self.thread.start()
         await wait_for(lambda: self.server.started, 15.0)

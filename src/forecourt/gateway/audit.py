@@ -51,8 +51,13 @@ class AuditWriter:
         self._on_written = on_written
         self.written = 0
 
+    async def settle(self) -> None:
+        """Return once every record queued so far is on disk (the journal's shared fsync; at once without one)."""
+        if self.journal is not None:
+            await self.journal.sync()
+
     def record(self, rec: AuditRecord) -> None:
-        """Queue one record; with a journal it is on disk when this returns."""
+        """Queue one record; with a journal it is written there (on disk after :meth:`settle`)."""
         if self.journal is not None:
             try:
                 self.journal.append(rec)

@@ -1,10 +1,13 @@
-"""A durable local journal of audit records: fsync'd before the call is answered, drained to the database.
+"""A durable local journal of audit records: on disk before the call is answered, drained to the database.
 
-Every audit record is appended to the journal (one JSON line, ``os.write`` + ``os.fsync``) when the call
-finishes, before its answer is sent; the :class:`~forecourt.gateway.audit.AuditWriter` then writes it to the
-database in batches. A process killed with ``kill -9``, or a database that is down, therefore loses no
-record of an answered call: the next start of any process sharing the journal folder replays what the dead
-one left (records are keyed by id, so a record written twice is stored once).
+Every audit record is appended to the journal (one JSON line, ``os.write``) when the call finishes; before
+its answer is sent the gateway awaits :meth:`AuditJournal.sync`, which fsyncs the journal. The fsync
+runs in a worker thread and is shared: every call that finished while one was in flight waits for the next
+one (group commit), so the event loop never blocks on the disk and N concurrent calls cost one fsync, not N.
+The :class:`~forecourt.gateway.audit.AuditWriter` then writes the records to the database in batches. A
+process killed with ``kill -9``, or a database that is down, therefore loses no record of an answered call:
+the next start of any process sharing the journal folder replays what the dead one left (records are keyed
+by id, so a record written twice is stored once).
 
 Segments: each process appends to its own segment file (``<instance>-<pid>-<n>.jsonl``) and holds an
 exclusive ``flock`` on it. Before each drain the writer *rotates* (starts a new segment) and, once the
@@ -15,10 +18,11 @@ A torn last line (killed mid-write) is skipped: its call was never answered.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from forecourt.settings import Settings
@@ -28,16 +32,23 @@ logger = logging.getLogger(__name__)
 
 
 class AuditJournal:
-    """This process's append-only, fsync'd audit journal in ``directory``."""
+    """This process's append-only audit journal in ``directory`` (fsync'd by :meth:`sync`)."""
 
-    def __init__(self, directory: Path, instance: str, *, fsync: bool = True) -> None:
+    def __init__(
+        self, directory: Path, instance: str, *, fsync: bool = True, flush: Callable[[int], None] = os.fsync
+    ) -> None:
         self.directory = directory
+        self._flush = flush
         self._stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in instance)[:64] or "forecourt"
         self._fsync = fsync
         self._seq = 0
         self._fd: int | None = None
         self._path: Path | None = None
         self._closed: list[tuple[Path, int]] = []  # rotated segments, kept (and locked) until drained
+        self._written = 0  # records appended by this process
+        self._synced = 0  # of those, how many an fsync has covered
+        self._dirty: set[int] = set()  # segment descriptors written to since their last fsync
+        self._syncing: asyncio.Task[None] | None = None
         directory.mkdir(parents=True, exist_ok=True)
 
     # ------------------------------------------------------------------ appending
@@ -54,13 +65,36 @@ class AuditJournal:
         self._fd, self._path = fd, path
 
     def append(self, record: AuditRecord) -> None:
-        """Write one record durably (it is on disk when this returns)."""
+        """Write one record: the kernel has it when this returns (it survives this process); :meth:`sync` flushes."""
         if self._fd is None:
             self._open_segment()
         assert self._fd is not None
         os.write(self._fd, record.model_dump_json().encode() + b"\n")
-        if self._fsync:
-            os.fsync(self._fd)
+        self._written += 1
+        self._dirty.add(self._fd)
+
+    async def sync(self) -> None:
+        """Return once every record appended before this call is on disk (one fsync for all who wait together)."""
+        if not self._fsync:
+            return
+        target = self._written
+        loop = asyncio.get_running_loop()
+        while self._synced < target:
+            syncing = self._syncing
+            if syncing is None or syncing.get_loop() is not loop:
+                syncing = self._syncing = loop.create_task(self._sync_now())
+            await asyncio.shield(syncing)
+
+    async def _sync_now(self) -> None:
+        upto, descriptors = self._written, list(self._dirty)
+        self._dirty.clear()
+        try:
+            failed = await asyncio.to_thread(_fsync_all, self._flush, descriptors)
+            if failed:  # the records are still queued for the database; the journal only lost its disk guarantee
+                logger.warning("audit journal fsync failed on %d segment(s)", failed)
+            self._synced = max(self._synced, upto)
+        finally:
+            self._syncing = None
 
     def rotate(self) -> None:
         """Start a new segment; the current one waits (locked) until :meth:`drained` deletes it."""
@@ -73,6 +107,7 @@ class AuditJournal:
         """Every record of the rotated segments is in the database: delete them."""
         for path, fd in self._closed:
             path.unlink(missing_ok=True)
+            self._dirty.discard(fd)
             os.close(fd)
         self._closed.clear()
 
@@ -105,6 +140,17 @@ class AuditJournal:
                 yield path, list(_records(path))
             finally:
                 os.close(fd)
+
+
+def _fsync_all(flush: Callable[[int], None], descriptors: list[int]) -> int:
+    """fsync each descriptor; returns how many failed (a segment closed meanwhile was drained: nothing to keep)."""
+    failed = 0
+    for fd in descriptors:
+        try:
+            flush(fd)
+        except OSError:
+            failed += 1
+    return failed
 
 
 def _records(path: Path) -> Iterator[AuditRecord]:

@@ -157,7 +157,19 @@ class Gateway:
     # ------------------------------------------------------------------ public API
 
     async def invoke(self, inv: Invocation) -> Outcome:
-        """Run one invocation; raises a :class:`ForecourtError` (with ``trace_id`` set) when it fails."""
+        """Run one invocation; raises a :class:`ForecourtError` (with ``trace_id`` set) when it fails.
+
+        Its audit record is on disk (the journal's shared fsync) before the answer or the error leaves here.
+        """
+        try:
+            outcome = await self._invoke(inv)
+        except ForecourtError:
+            await self.audit.settle()
+            raise
+        await self.audit.settle()
+        return outcome
+
+    async def _invoke(self, inv: Invocation) -> Outcome:
         ctx, caller_trace = parent_context(inv.traceparent, inv.trace_id)
         self.in_flight += 1
         self._idle.clear()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import orjson
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -31,6 +33,14 @@ def sqlite_file_path(database_url: str) -> str | None:
 READ_ONLY_KEY = "forecourt_read_only"
 
 
+def json_loads(text: str | bytes) -> Any:
+    """JSON columns read back with orjson; the standard library for what orjson refuses (lone surrogates)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def create_engine(database_url: str, *, pool_size: int = 10, echo: bool = False) -> AsyncEngine:
     """An async engine for ``sqlite+aiosqlite:///path`` or ``postgresql+asyncpg://...``.
 
@@ -47,12 +57,19 @@ def create_engine(database_url: str, *, pool_size: int = 10, echo: bool = False)
     """
     if is_sqlite_url(database_url):
         return _sqlite_engine(database_url, echo=echo)
-    return create_async_engine(database_url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True, echo=echo)
+    return create_async_engine(
+        database_url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+        echo=echo,
+        json_deserializer=json_loads,
+    )
 
 
 def _sqlite_engine(database_url: str, *, echo: bool) -> AsyncEngine:
     path = sqlite_file_path(database_url)
-    kwargs: dict[str, Any] = {"echo": echo}
+    kwargs: dict[str, Any] = {"echo": echo, "json_deserializer": json_loads}
     if path is None:
         kwargs["poolclass"] = StaticPool
     else:

@@ -32,6 +32,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
+from forecourt.surfaces.mcp.direct import DirectCalls
 from forecourt.surfaces.mcp.http import (
     COMPANY_KEY,
     PRM_PATH,
@@ -144,8 +145,9 @@ def mcp_routes(
     )
     registry = registry_for(settings)
     surface.legacy_registry = registry
+    direct = DirectCalls(manager.handle_request, surface, max_body_bytes=settings.max_body_bytes)
     legacy = LegacySessions(
-        manager.handle_request,
+        direct,
         settings=settings,
         relay=surface.relay,
         registry=registry,
@@ -200,4 +202,5 @@ def mcp_routes(
         Route("/.well-known/automotive-mcp.json", manifest_document, methods=["GET"]),
     ]
     guard.surface = surface  # reachable from the route, for diagnostics and tests
+    guard.direct = direct
     return routes

@@ -213,6 +213,7 @@ class McpHttpGuard:
         self.base = settings.advertised_url
         self.metadata_url = f"{self.base}{PRM_PATH}"
         self.surface: Any = None
+        self.direct: Any = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

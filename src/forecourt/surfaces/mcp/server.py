@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import warnings
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from forecourt.actions.base import Action
+from forecourt.adapters.upstream.spec import ADAPTER_ID as UPSTREAM_ADAPTER_ID
 from forecourt.errors import Expired, ForecourtError, InvalidParams, Unauthorized
 from forecourt.events import OutboxDispatcher
 from forecourt.gateway.base import Invocation, Outcome, Principal
@@ -48,6 +50,7 @@ from forecourt.surfaces.mcp.tools import (
     ToolSet,
     dumps,
     error_result,
+    error_wire,
     exposed,
     protocol_error,
     success_result,
@@ -115,6 +118,7 @@ class McpSurface:
         self.toolset = ToolSet(gateway.catalogue)
         self.loaded = LoadedTools()
         self._header_annotated: dict[str, bool] = {}
+        self._server_info: dict[str, Any] | None = None
         self.relay = SubscriptionRelay(dispatcher)
         self.listener = ListenHandler(self.relay.bus, max_subscriptions=4096)
         self.stdio_caller = stdio_caller
@@ -188,8 +192,13 @@ class McpSurface:
         ctx: ServerRequestContext[Any, Any] | None = None,
         *,
         dealership_id: str | None = None,
+        request_id: str | None = None,
+        traceparent: str | None = None,
     ) -> Outcome:
-        """Run one action through the gateway as ``caller`` (``dealership_id``: the addressed dealership)."""
+        """Run one action through the gateway as ``caller`` (``dealership_id``: the addressed dealership).
+
+        ``request_id`` and ``traceparent`` come from ``ctx`` when the SDK dispatched the request.
+        """
         principal = caller.principal
         if principal is not None and principal.expires_at is not None and principal.expires_at <= self._now():
             raise Expired()
@@ -198,8 +207,8 @@ class McpSurface:
             wanted = dealership_id or payload.get("dealership_id")
             anonymous_dealership = wanted if isinstance(wanted, str) and wanted else self.settings.default_dealership
             dealership_id = None
-        traceparent = None
         if ctx is not None:
+            request_id = str(ctx.request_id) if ctx.request_id is not None else None
             meta = ctx.meta or {}
             raw = meta.get("traceparent")
             traceparent = raw if isinstance(raw, str) else None
@@ -211,7 +220,7 @@ class McpSurface:
                 payload=payload,
                 credentials=caller.credentials,
                 surface=caller.surface,
-                request_id=str(ctx.request_id) if ctx is not None and ctx.request_id is not None else None,
+                request_id=request_id,
                 traceparent=traceparent,
                 session_id=caller.session_id,
                 principal=principal,
@@ -240,6 +249,26 @@ class McpSurface:
         if annotated is None:
             annotated = self._header_annotated[name] = X_MCP_HEADER in json.dumps(schema)
         return schema if annotated else None
+
+    def direct_action(self, name: str) -> Action | None:
+        """The action of tool ``name`` when a call of it needs nothing of the SDK's transport (see :mod:`.direct`).
+
+        ``None`` for names this surface does not own outright: upstream tools, ``find_tools``, unknown names (a
+        pass-through upstream may answer them) and tools whose schema binds ``Mcp-Param-*`` headers.
+        """
+        if ":" in name:
+            return None
+        action = self.toolset.action_for(name)
+        if action is None or action.adapter == UPSTREAM_ADAPTER_ID or self.input_schema_of(name) is not None:
+            return None
+        return action
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        """This server's ``Implementation`` in wire form (the 2026-07-28 ``serverInfo`` stamp)."""
+        if self._server_info is None:
+            self._server_info = self.server.server_info_stamp
+        return self._server_info
 
     def anonymous_tool(self, name: str) -> bool:
         """Whether tool ``name`` may be called without credentials."""
@@ -334,36 +363,65 @@ class McpSurface:
             if params.name == FIND_TOOLS:
                 return await self.find_tools(ctx, dict(params.arguments or {}))
             raise MCPError(types.INVALID_PARAMS, "Unknown tool.", {"code": "action.unknown"})
-        caller = self.caller(ctx)
-        arguments, view = self.toolset.prepare(action, dict(params.arguments or {}))
+        request = ctx.request
+        traceparent = (ctx.meta or {}).get("traceparent")
+        if not isinstance(traceparent, str):
+            traceparent = request.headers.get("traceparent") if request is not None else None
+        wire = await self.run_tool(
+            self.caller(ctx),
+            action,
+            dict(params.arguments or {}),
+            modern=ctx.protocol_version in MODERN_PROTOCOL_VERSIONS,
+            request_id=str(ctx.request_id) if ctx.request_id is not None else None,
+            traceparent=traceparent,
+        )
+        return types.CallToolResult.model_validate(wire)
+
+    async def run_tool(
+        self,
+        caller: Caller,
+        action: Action,
+        arguments: dict[str, Any],
+        *,
+        modern: bool,
+        request_id: str | None,
+        traceparent: str | None,
+    ) -> dict[str, Any]:
+        """One call of a local tool, as its ``CallToolResult`` in wire form (failures are tool errors).
+
+        The one home of a tool call's answer: the SDK's handler above and the direct path (:mod:`.direct`).
+        """
+        arguments, view = self.toolset.prepare(action, arguments)
+
+        async def invoke(payload: dict[str, Any]) -> Outcome:
+            return await self.invoke(caller, action.name, payload, request_id=request_id, traceparent=traceparent)
+
         try:
-            outcome = await self.invoke(caller, action.name, arguments, ctx)
-            modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+            outcome = await invoke(arguments)
             result = success_result(action, outcome.output, max_bytes=self.max_result_bytes, view=view, modern=modern)
             if result is None:
-                result = await self._fit(ctx, caller, action, arguments, outcome.output, view=view, modern=modern)
+                result = await self._fit(invoke, action, arguments, outcome.output, view=view, modern=modern)
         except ForecourtError as exc:
-            return error_result(exc)
+            return error_wire(exc)
         return result
 
     async def _fit(
         self,
-        ctx: ServerRequestContext[Any, Any],
-        caller: Caller,
+        invoke: Callable[[dict[str, Any]], Awaitable[Outcome]],
         action: Action,
         arguments: dict[str, Any],
         output: Any,
         *,
         view: str,
         modern: bool,
-    ) -> types.CallToolResult:
+    ) -> dict[str, Any]:
         """A result over budget: the first page that fits (asked again with a smaller limit), or a summary."""
         shaped = views.compact(action.name, output) if view == "compact" else output
         limit_schema = (action.input_schema.get("properties") or {}).get("limit")
         if views.is_page(shaped) and limit_schema is not None:
             fits = views.items_that_fit(shaped, self.max_result_bytes, lambda v: len(dumps(v)))
             if 0 < fits < len(shaped["items"]):
-                smaller = await self.invoke(caller, action.name, {**arguments, "limit": fits}, ctx)
+                smaller = await invoke({**arguments, "limit": fits})
                 result = success_result(
                     action, smaller.output, max_bytes=self.max_result_bytes, view=view, modern=modern
                 )

@@ -173,21 +173,25 @@ def dumps(value: Any) -> str:
 
 def success_result(
     action: Action, output: Any, *, max_bytes: int, view: str = "compact", modern: bool = False
-) -> types.CallToolResult | None:
-    """The tool result for an action's output, or ``None`` when it is over ``max_bytes`` (see :func:`too_large`).
+) -> dict[str, Any] | None:
+    """The tool result (wire form) for an action's output, or ``None`` when it is over ``max_bytes``.
 
     ``structuredContent`` whenever the output is an object (any JSON value in the 2026-07-28 era); the text is
-    a one-line summary, followed in the 2025-11-25 era by the serialized JSON (see :mod:`.views`).
+    a one-line summary, followed in the 2025-11-25 era by the serialized JSON (see :mod:`.views`). Both the
+    SDK's handler and the direct path (:mod:`.direct`) answer with this one shape.
     """
     shaped = views.compact(action.name, output) if view == "compact" else output
     text = dumps(shaped)
     if len(text) > max_bytes:
         return None
+    content: list[dict[str, Any]] = [{"type": "text", "text": views.summary(action.name, shaped)}]
     structured = shaped if isinstance(shaped, dict) or (modern and shaped is not None) else None
-    content = [types.TextContent(text=views.summary(action.name, shaped))]
     if not modern or structured is None:
-        content.append(types.TextContent(text=text))
-    return types.CallToolResult(content=content, structured_content=structured)
+        content.append({"type": "text", "text": text})
+    result: dict[str, Any] = {"content": content, "isError": False}
+    if structured is not None:
+        result["structuredContent"] = structured
+    return result
 
 
 _ITEM_URIS = {
@@ -200,20 +204,21 @@ _ITEM_URIS = {
 }
 
 
-def too_large(action: Action, output: Any, dealership_id: str | None, *, max_bytes: int) -> types.CallToolResult:
+def too_large(action: Action, output: Any, dealership_id: str | None, *, max_bytes: int) -> dict[str, Any]:
     """The answer for a single object over budget: its summary and a link to read it whole, else the error."""
     collection = _ITEM_URIS.get(action.name)
     item_id = output.get("id") if isinstance(output, dict) else None
     if collection is None or not isinstance(item_id, str) or not dealership_id:
-        return error_result(ResultTooLarge(details={"max_bytes": max_bytes}))
+        return error_wire(ResultTooLarge(details={"max_bytes": max_bytes}))
     uri = item_uri(dealership_id, collection, item_id)
-    return types.CallToolResult(
-        content=[
-            types.TextContent(text=views.summary(action.name, output) + " Too large to return here; read the link."),
-            types.ResourceLink(uri=uri, name=item_id, mime_type="application/json"),
+    return {
+        "content": [
+            {"type": "text", "text": views.summary(action.name, output) + " Too large to return here; read the link."},
+            {"type": "resource_link", "uri": uri, "name": item_id, "mimeType": "application/json"},
         ],
-        structured_content=views.headline(output),
-    )
+        "structuredContent": views.headline(output),
+        "isError": False,
+    }
 
 
 def error_body(exc: ForecourtError) -> dict[str, Any]:
@@ -224,10 +229,15 @@ def error_body(exc: ForecourtError) -> dict[str, Any]:
     return {"error": error}
 
 
-def error_result(exc: ForecourtError) -> types.CallToolResult:
-    """A tool-level error (``isError: true``) the model can read and act on."""
+def error_wire(exc: ForecourtError) -> dict[str, Any]:
+    """A tool-level error (``isError: true``) the model can read and act on, in wire form."""
     # No structuredContent: some clients validate it against the tool's outputSchema even when isError is set.
-    return types.CallToolResult(content=[types.TextContent(text=dumps(error_body(exc)))], is_error=True)
+    return {"content": [{"type": "text", "text": dumps(error_body(exc))}], "isError": True}
+
+
+def error_result(exc: ForecourtError) -> types.CallToolResult:
+    """:func:`error_wire` as the SDK's result model."""
+    return types.CallToolResult.model_validate(error_wire(exc))
 
 
 def protocol_error(exc: ForecourtError) -> MCPError:

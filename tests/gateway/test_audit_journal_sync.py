@@ -1,0 +1,105 @@
+"""The audit journal's shared fsync: every record is flushed before ``sync`` returns, with one fsync per group."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+from forecourt.gateway.audit_journal import AuditJournal
+from forecourt.store.base import AuditRecord
+
+
+class CountingFlush:
+    """os.fsync that counts its calls, and can hold them until released (to gather waiters)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.release = threading.Event()
+        self.release.set()
+
+    def __call__(self, fd: int) -> None:
+        self.release.wait(timeout=10)
+        self.calls += 1
+        os.fsync(fd)
+
+
+def _record(n: int) -> AuditRecord:
+    return AuditRecord(
+        id=f"rec-{n}",
+        company_id="acme",
+        dealership_id=None,
+        member_id="crm",
+        action="inventory.search",
+        action_type="inventory.search.request",
+        args_digest="0" * 64,
+        args_redacted={},
+        result_class="success",
+        status_code=200,
+        error_code=None,
+        duration_ms=1.0,
+        trace_id="0" * 32,
+        surface="mcp",
+        processed_by="test",
+        occurred_at=datetime(2026, 3, 2, tzinfo=UTC),
+    )
+
+
+def _journal_lines(folder: Path) -> list[bytes]:
+    return next(folder.glob("*.jsonl")).read_bytes().splitlines()
+
+
+async def test_calls_that_finish_together_share_one_fsync_and_all_records_are_on_disk(tmp_path: Path) -> None:
+    flush = CountingFlush()
+    journal = AuditJournal(tmp_path, "test", flush=flush)
+    journal.append(_record(0))
+    flush.release.clear()
+    first = asyncio.create_task(journal.sync())  # its fsync is held: the next 20 calls gather behind it
+    await asyncio.sleep(0)
+
+    async def call(n: int) -> None:
+        journal.append(_record(n))
+        await journal.sync()
+
+    later = [asyncio.create_task(call(n)) for n in range(1, 21)]
+    await asyncio.sleep(0)
+    flush.release.set()
+    await asyncio.gather(first, *later)
+    assert flush.calls == 2  # one for the first record, one for the twenty that waited together
+    lines = _journal_lines(tmp_path)
+    assert sorted(AuditRecord.model_validate_json(line).id for line in lines) == sorted(f"rec-{n}" for n in range(21))
+    journal.close(drained=True)
+
+
+async def test_sync_returns_at_once_when_nothing_new_was_written(tmp_path: Path) -> None:
+    flush = CountingFlush()
+    journal = AuditJournal(tmp_path, "test", flush=flush)
+    await journal.sync()
+    journal.append(_record(1))
+    await journal.sync()
+    await journal.sync()
+    assert flush.calls == 1
+    journal.close(drained=True)
+
+
+def test_a_journal_syncs_from_one_event_loop_after_another(tmp_path: Path) -> None:
+    """One-shot commands run each step in a new loop: a sync begun in an old one must not be awaited."""
+    flush = CountingFlush()
+    journal = AuditJournal(tmp_path, "test", flush=flush)
+    for n in range(3):
+        journal.append(_record(n))
+        asyncio.run(journal.sync())
+    assert flush.calls == 3
+    journal.close(drained=True)
+
+
+async def test_without_fsync_the_journal_still_writes_every_record(tmp_path: Path) -> None:
+    flush = CountingFlush()
+    journal = AuditJournal(tmp_path, "test", fsync=False, flush=flush)
+    journal.append(_record(1))
+    await journal.sync()
+    assert flush.calls == 0
+    assert len(_journal_lines(tmp_path)) == 1
+    journal.close(drained=True)
