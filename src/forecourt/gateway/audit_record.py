@@ -52,3 +52,12 @@ def call_record(
         processed_by=processed_by,
         occurred_at=clock(),
     )
+
+
+def audit_member(principal: Principal | None) -> str | None:
+    """Who the audit record names: the member, or ``operator`` for the operator (command line or operator key)."""
+    if principal is None:
+        return None
+    if principal.member_id is None and principal.method == "internal" and principal.subject == "operator":
+        return "operator"
+    return principal.member_id

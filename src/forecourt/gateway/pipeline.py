@@ -9,17 +9,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
@@ -27,8 +25,6 @@ from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionCo
 from forecourt.domain.tenancy import Dealership
 from forecourt.errors import (
     ForecourtError,
-    IdempotencyConflict,
-    IdempotencyInProgress,
     InternalError,
     InvalidParams,
     TenancyDenied,
@@ -40,7 +36,7 @@ from forecourt.errors import (
 from forecourt.gateway.adapter_runtime import AdapterConfigSource, Bulkhead, positive
 from forecourt.gateway.approvals import ApprovalGate
 from forecourt.gateway.audit import AuditWriter
-from forecourt.gateway.audit_record import call_record
+from forecourt.gateway.audit_record import audit_member, call_record
 from forecourt.gateway.base import (
     Authenticator,
     CredentialProvider,
@@ -60,8 +56,9 @@ from forecourt.gateway.freshness import ChangeGenerations
 from forecourt.gateway.limits import LimitPlan
 from forecourt.gateway.number_bounds import check_number_bounds
 from forecourt.gateway.policy import Decision, TenancyCache, decide
-from forecourt.gateway.redact import canonical_json, digest, redact
+from forecourt.gateway.redact import redact
 from forecourt.gateway.store_faults import STORE_UNAVAILABLE
+from forecourt.gateway.stored_results import StoredResults
 from forecourt.gateway.telemetry import REQUEST_NOTE, Metrics, parent_context
 from forecourt.gateway.validation import SchemaValidator, accept_single_strings
 from forecourt.settings import Settings
@@ -70,15 +67,6 @@ from forecourt.store.base import AuditRecord, Store
 from forecourt.store.views import ReadOnlyStore
 
 logger = logging.getLogger(__name__)
-IDEMPOTENCY_TTL_S = 24 * 3600.0
-
-
-def _loads(body: bytes | str) -> Any:
-    """A cached result (orjson; the standard library for what it refuses, e.g. NaN written by ``canonical_json``)."""
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return json.loads(body)
 
 
 __all__ = ["AdapterConfigSource", "Bulkhead", "Gateway"]
@@ -133,6 +121,7 @@ class Gateway:
         self.rate_limiter = rate_limiter
         self.cache = cache
         self.idempotency = idempotency
+        self.stored = StoredResults(cache, idempotency)
         self.audit = audit
         self.metrics = metrics
         self.tracer = tracer
@@ -408,77 +397,35 @@ class Gateway:
         idem_key = call.inv.idempotency_key or (
             payload.get("idempotency_key") if isinstance(payload.get("idempotency_key"), str) else None
         )
+
+        def run() -> Awaitable[AdapterResult]:
+            return self._execute(call, action, payload, principal, dealership)
+
+        def span(name: str) -> AbstractContextManager[Any]:
+            return self._span(call, name)
+
         if action.side_effect and idem_key:
-            return await self._with_idempotency(call, action, payload, principal, dealership, decision, idem_key)
+            key = f"idem:{principal.rate_key}:{action.name}:{dealership.id if dealership else '-'}:{idem_key[:200]}"
+            result, replayed = await self.stored.idempotent(key, payload, run, span)
+            outcome = self._outcome(call, action, result, decision)
+            outcome.replayed = replayed
+            return outcome
         if action.cacheable and not action.pii and self.settings.cache_enabled:
-            return await self._with_cache(call, action, payload, principal, dealership, decision)
-        result = await self._execute(call, action, payload, principal, dealership)
-        return self._outcome(call, action, result, decision)
-
-    async def _with_cache(
-        self,
-        call: _Call,
-        action: Action,
-        payload: dict[str, Any],
-        principal: Principal,
-        dealership: Dealership | None,
-        decision: RateDecision | None,
-    ) -> Outcome:
-        company_id = principal.company_id or (dealership.company_id if dealership else None)
-        scope = self.freshness.cache_scope(action, dealership, company_id, await self._redact_fields(company_id))
-        if scope is None:
-            # Changes are not being followed right now: a cached result could predate one, so run it.
-            self.freshness.bypassed(action.name)
-            result = await self._execute(call, action, payload, principal, dealership)
-            return self._outcome(call, action, result, decision)
-        key = f"cache:{action.name}:{action.version}:{scope}:{digest(payload)}"
-        with self._span(call, "gateway.cache"):
-            cached = await self.cache.get(key)
-        if cached is not None:
-            self.metrics.cache_hits.labels(action.name).inc()
-            data = _loads(cached)
-            result = AdapterResult(output=data["output"], result_type=data["type"], metadata=data["metadata"])
-            outcome = self._outcome(call, action, result, decision)
-            outcome.cached = True
-            return outcome
-        result = await self._execute(call, action, payload, principal, dealership)
-        body = canonical_json({"output": result.output, "type": result.result_type, "metadata": result.metadata})
-        await self.cache.set(key, body, action.cache_ttl_s)
-        return self._outcome(call, action, result, decision)
-
-    async def _with_idempotency(
-        self,
-        call: _Call,
-        action: Action,
-        payload: dict[str, Any],
-        principal: Principal,
-        dealership: Dealership | None,
-        decision: RateDecision | None,
-        idem_key: str,
-    ) -> Outcome:
-        who = principal.rate_key
-        key = f"idem:{who}:{action.name}:{dealership.id if dealership else '-'}:{idem_key[:200]}"
-        request_digest = digest(payload)
-        with self._span(call, "gateway.idempotency"):
-            existing = await self.idempotency.reserve(key, request_digest, IDEMPOTENCY_TTL_S)
-        if existing is not None:
-            if existing.request_digest != request_digest:
-                raise IdempotencyConflict()
-            if existing.response is None:
-                raise IdempotencyInProgress()
-            data = json.loads(existing.response)
-            result = AdapterResult(output=data["output"], result_type=data["type"], metadata=data["metadata"])
-            outcome = self._outcome(call, action, result, decision)
-            outcome.replayed = True
-            return outcome
-        try:
-            result = await self._execute(call, action, payload, principal, dealership)
-        except BaseException:
-            await self.idempotency.release(key)
-            raise
-        body = canonical_json({"output": result.output, "type": result.result_type, "metadata": result.metadata})
-        await self.idempotency.complete(key, request_digest, body, IDEMPOTENCY_TTL_S)
-        return self._outcome(call, action, result, decision)
+            company_id = principal.company_id or (dealership.company_id if dealership else None)
+            scope = self.freshness.cache_scope(action, dealership, company_id, await self._redact_fields(company_id))
+            if scope is None:
+                # Changes are not being followed right now: a cached result could predate one, so run it.
+                self.freshness.bypassed(action.name)
+            else:
+                result, hit = await self.stored.cached(
+                    action.name, action.version, scope, payload, action.cache_ttl_s, run, span
+                )
+                if hit:
+                    self.metrics.cache_hits.labels(action.name).inc()
+                outcome = self._outcome(call, action, result, decision)
+                outcome.cached = hit
+                return outcome
+        return self._outcome(call, action, await run(), decision)
 
     async def _execute(
         self,
@@ -644,7 +591,7 @@ class Gateway:
             extra = tuple(f for p in self.tenancy.cached_policies(call.company_id) for f in p.redact_fields)
         return call_record(
             record_id=call.audit_id,
-            member_id=_audit_member(call.principal),
+            member_id=audit_member(call.principal),
             inv=call.inv,
             action=call.action,
             principal=call.principal,
@@ -659,12 +606,3 @@ class Gateway:
             extra_redactions=extra,
             clock=self.clock,
         )
-
-
-def _audit_member(principal: Principal | None) -> str | None:
-    """Who the audit record names: the member, or ``operator`` for the operator (command line or operator key)."""
-    if principal is None:
-        return None
-    if principal.member_id is None and principal.method == "internal" and principal.subject == "operator":
-        return "operator"
-    return principal.member_id

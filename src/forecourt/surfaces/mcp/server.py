@@ -35,7 +35,7 @@ from forecourt.actions.base import Action
 from forecourt.adapters.upstream.spec import ADAPTER_ID as UPSTREAM_ADAPTER_ID
 from forecourt.errors import Expired, ForecourtError, InvalidParams, Unauthorized
 from forecourt.events import OutboxDispatcher
-from forecourt.gateway.base import Invocation, Outcome, Principal
+from forecourt.gateway.base import Invocation, Outcome
 from forecourt.gateway.pipeline import Gateway
 from forecourt.settings import Settings
 from forecourt.surfaces.mcp import prompts, resources, views
@@ -43,7 +43,6 @@ from forecourt.surfaces.mcp.discovery import FIND_TOOLS, FIND_TOOLS_TOOL, Loaded
 from forecourt.surfaces.mcp.federation.handlers import Federation
 from forecourt.surfaces.mcp.http import CALLER_KEY, Caller
 from forecourt.surfaces.mcp.manifest import manifest
-from forecourt.surfaces.mcp.sdk import connection_of
 from forecourt.surfaces.mcp.sessions import SubscriptionRegistry
 from forecourt.surfaces.mcp.subscriptions import SubscriptionRelay
 from forecourt.surfaces.mcp.tools import (
@@ -57,7 +56,8 @@ from forecourt.surfaces.mcp.tools import (
     too_large,
 )
 from forecourt.surfaces.mcp.toolsets import NameMode, in_toolset, name_mode
-from forecourt.surfaces.mcp.uris import ResourceUri, parse_uri
+from forecourt.surfaces.mcp.uris import parse_uri
+from forecourt.surfaces.mcp.watching import Watching, require_principal
 
 if TYPE_CHECKING:
     from forecourt.adapters.upstream.hub import UpstreamHub
@@ -65,7 +65,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 TOOLS_PAGE = 100
-MAX_WATCHED_URIS = 100
 INSTRUCTIONS = (
     "Forecourt puts a car dealership's systems behind AutomotiveMCP. Every call is scoped to one dealership "
     "(`dealership_id`, optional when your credential covers exactly one). Lists return {items, next_cursor, "
@@ -127,6 +126,7 @@ class McpSurface:
         self.max_result_bytes = settings.mcp_max_result_bytes
         self.federation = Federation(self, hub) if hub is not None else None
         federated = self.federation
+        self.watching = Watching(self)
         with warnings.catch_warnings():
             # logging/setLevel is deprecated in 2026-07-28 but still part of the 2025-11-25 era this door serves.
             warnings.filterwarnings("ignore", message="The logging capability is deprecated")
@@ -145,9 +145,9 @@ class McpSurface:
             on_list_resources=self.list_resources,
             on_list_resource_templates=self.list_resource_templates,
             on_read_resource=self.read_resource,
-            on_subscribe_resource=self.subscribe,
-            on_unsubscribe_resource=self.unsubscribe,
-            on_subscriptions_listen=self.listen,
+            on_subscribe_resource=self.watching.subscribe,
+            on_unsubscribe_resource=self.watching.unsubscribe,
+            on_subscriptions_listen=self.watching.listen,
             on_list_prompts=self.list_prompts,
             on_get_prompt=self.get_prompt,
             on_completion=federated.on_complete if federated else None,
@@ -450,7 +450,7 @@ class McpSurface:
     ) -> types.ListResourcesResult:
         """``resources/list``: manifest, dealerships, collections, then vehicles page by page."""
         caller = self.caller(ctx)
-        principal = self._require_principal(caller)
+        principal = require_principal(caller)
         allowed = {a.name for a in await self.gateway.allowed_actions(principal, None)}
 
         async def invoke(action: str, payload: dict[str, Any]) -> Outcome:
@@ -491,99 +491,6 @@ class McpSurface:
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type=resources.JSON, text=text)]
         )
-
-    # ------------------------------------------------------------------ subscriptions
-
-    def _require_principal(self, caller: Caller) -> Principal:
-        if caller.principal is None:
-            raise protocol_error(Unauthorized())
-        return caller.principal
-
-    async def authorize_watch(self, caller: Caller, uri: str) -> ResourceUri:
-        """The parsed URI when ``caller`` may read (so watch) it; the read's own refusal otherwise."""
-        parsed = parse_uri(uri)
-        if parsed is None or parsed.kind not in ("item", "collection"):
-            raise MCPError(
-                types.INVALID_PARAMS,
-                "Only resource and collection URIs can be subscribed.",
-                {"code": "invalid_params", "details": {"uri": uri[:256]}},
-            )
-        self._require_principal(caller)
-        # Watching is reading: the subscription is decided by the very read it stands for (the same action,
-        # tenancy, policy, scopes and existence checks), so nothing can be watched that could not be read.
-        action, payload = resources.read_request(parsed)
-        if parsed.kind == "collection":
-            payload["limit"] = 1
-        await self.invoke(caller, action, payload)
-        return parsed
-
-    async def subscribe(
-        self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
-    ) -> types.EmptyResult:
-        """``resources/subscribe`` (2025-11-25): updates go out on the session's standalone stream."""
-        uri = str(params.uri)
-        if self.federation is not None:
-            federated = await self.federation.subscribe(ctx, uri)
-            if federated is not None:
-                return federated
-        caller = self.caller(ctx)
-        parsed = await self.authorize_watch(caller, uri)
-        assert parsed.dealership_id is not None
-        if caller.session_id is not None and self.legacy_registry is not None:
-            # An HTTP session: any replica may hold its stream, so the subscription goes where all can see it.
-            await self.legacy_registry.add(caller.session_id, uri)
-            return types.EmptyResult()
-        conn = connection_of(ctx)  # the per-session connection: its lifetime is the subscription's
-        key = conn.session_id or f"conn-{id(conn)}"
-        if key in self.relay.sessions.get(uri, {}):
-            return types.EmptyResult()
-        await self.relay.acquire(parsed.dealership_id)
-        self.relay.add_session(uri, key, ctx.session, parsed.dealership_id)
-        if not conn.state.get("forecourt.subscriptions"):
-            conn.state["forecourt.subscriptions"] = True
-            conn.exit_stack.callback(self.relay.drop_session, key)
-        return types.EmptyResult()
-
-    async def unsubscribe(
-        self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
-    ) -> types.EmptyResult:
-        """``resources/unsubscribe`` (2025-11-25)."""
-        if self.federation is not None:
-            federated = await self.federation.unsubscribe(ctx, str(params.uri))
-            if federated is not None:
-                return federated
-        caller = self.caller(ctx)
-        if caller.session_id is not None and self.legacy_registry is not None:
-            await self.legacy_registry.remove(caller.session_id, str(params.uri))
-            return types.EmptyResult()
-        conn = connection_of(ctx)
-        dealership_id = self.relay.remove_session(str(params.uri), conn.session_id or f"conn-{id(conn)}")
-        if dealership_id is not None:
-            self.relay.release(dealership_id)
-        return types.EmptyResult()
-
-    async def listen(
-        self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
-    ) -> types.SubscriptionsListenResult:
-        """``subscriptions/listen`` (2026-07-28): authorize every URI, follow its dealership, then stream."""
-        caller = self.caller(ctx)
-        uris = list(params.notifications.resource_subscriptions or [])
-        if len(uris) > MAX_WATCHED_URIS:
-            raise MCPError(types.INVALID_PARAMS, "Too many resource subscriptions.", {"code": "invalid_params"})
-        dealerships: set[str] = set()
-        for uri in uris:
-            parsed = await self.authorize_watch(caller, str(uri))
-            assert parsed.dealership_id is not None
-            dealerships.add(parsed.dealership_id)
-        acquired: list[str] = []
-        try:
-            for dealership_id in sorted(dealerships):
-                await self.relay.acquire(dealership_id)
-                acquired.append(dealership_id)
-            return await self.listener(ctx, params)
-        finally:
-            for dealership_id in acquired:
-                self.relay.release(dealership_id)
 
     # ------------------------------------------------------------------ prompts
 
