@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 import sqlalchemy as sa
 from sqlalchemy.exc import OperationalError
 
@@ -33,6 +34,10 @@ async def test_vehicles_read_back_equal_their_validated_form_for_all_demo_data(s
         assert fast.model_dump(mode="json") == checked.model_dump(mode="json")
         assert type(fast.status) is type(checked.status)
         assert type(fast.condition) is type(checked.condition)
+        assert fast.model_fields_set == checked.model_fields_set
+        assert fast.model_copy(update={"stock": "X1"}).stock == "X1"
+        with pytest.raises(ValidationError):
+            fast.stock = "X2"  # still frozen
 
 
 @pytest.fixture

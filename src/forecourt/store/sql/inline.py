@@ -26,7 +26,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from forecourt.store.sql.engine import SQLITE_CACHE_KIB, SQLITE_MMAP_BYTES, sqlite_file_path
+from forecourt.store.sql.engine import SQLITE_CACHE_KIB, SQLITE_MMAP_BYTES, json_loads, sqlite_file_path
 
 READ_BUSY_TIMEOUT_MS = 250
 READ_POOL_SIZE = 8
@@ -65,6 +65,7 @@ def inline_read_engine(engine: AsyncEngine) -> sa.Engine | None:
         pool_size=READ_POOL_SIZE,
         max_overflow=-1,
         echo=engine.echo,
+        json_deserializer=json_loads,
     )
 
     @event.listens_for(read_engine, "connect")
