@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 import sqlalchemy as sa
+from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError
 
 from forecourt.demo import load_demo
