@@ -23,12 +23,21 @@ from typing import Any
 
 import httpcore
 import httpx
+import httpx2
 
 from forecourt.domain.urls import OutboundUrl, save_context, url_problem
 from forecourt.errors import UnsafeTarget
 from forecourt.netguard import resolve_public
 
-__all__ = ["OutboundUrl", "check_saved_urls", "guarded_transport", "save_context", "url_fields", "url_problem"]
+__all__ = [
+    "OutboundUrl",
+    "check_saved_urls",
+    "guarded_transport",
+    "guarded_transport2",
+    "save_context",
+    "url_fields",
+    "url_problem",
+]
 # Keys of free-form configuration (adapter settings) that hold a URL the server fetches.
 _URL_KEYS = frozenset({"url", "base_url", "endpoint", "issuer", "jwks_url", "token_url", "webhook"})
 
@@ -66,9 +75,13 @@ async def check_saved_urls(urls: Iterable[tuple[str, str | None]], *, allow_priv
 
 
 class _GuardedBackend(httpcore.AsyncNetworkBackend):
-    """Resolves each host once, refuses non-public addresses, and connects to the address it checked."""
+    """Resolves each host once, refuses non-public addresses, and connects to the address it checked.
 
-    def __init__(self, inner: httpcore.AsyncNetworkBackend, *, allow_private: bool, allowed_hosts: Iterable[str]):
+    Wraps the network backend of ``httpcore`` (``httpx``) or of ``httpcore2`` (``httpx2``, the MCP SDK's client):
+    both call the same three methods.
+    """
+
+    def __init__(self, inner: Any, *, allow_private: bool, allowed_hosts: Iterable[str]):
         self._inner = inner
         self._allow_private = allow_private
         self._allowed_hosts = tuple(allowed_hosts)
@@ -80,7 +93,7 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
         timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
+    ) -> Any:
         target = host
         url = f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
         addresses = await resolve_public(url, allow_private=self._allow_private, allowed_hosts=self._allowed_hosts)
@@ -95,7 +108,7 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
         path: str,
         timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
         socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
+    ) -> Any:
         raise UnsafeTarget("Unix sockets are not fetch targets.")
 
     async def sleep(self, seconds: float) -> None:
@@ -108,6 +121,20 @@ def guarded_transport(
     """An ``httpx`` transport that checks every connection's resolved address and connects to exactly it."""
     transport = httpx.AsyncHTTPTransport(**kwargs)
     pool = transport._pool
+    pool._network_backend = _GuardedBackend(
+        pool._network_backend,
+        allow_private=allow_private,
+        allowed_hosts=allowed_hosts,
+    )
+    return transport
+
+
+def guarded_transport2(
+    *, allow_private: bool, allowed_hosts: Iterable[str] = (), **kwargs: Any
+) -> httpx2.AsyncHTTPTransport:
+    """:func:`guarded_transport` for ``httpx2`` (the client the MCP SDK's Streamable HTTP transport takes)."""
+    transport = httpx2.AsyncHTTPTransport(**kwargs)
+    pool: Any = transport._pool
     pool._network_backend = _GuardedBackend(
         pool._network_backend,
         allow_private=allow_private,

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
 
+from forecourt.adapters.upstream.pool import UpstreamSession
+from forecourt.domain.upstreams import Registered, UpstreamSpec
 from forecourt.errors import UnsafeTarget
-from forecourt.outbound_urls import guarded_transport
+from forecourt.outbound_urls import guarded_transport, guarded_transport2
+from forecourt.settings import Settings
 from gateway.support import MOTOR, TOYOTA, Rig, Template, start_rig, stop_rig
 
 from .conftest import HIGH_LIMITS
@@ -173,3 +178,48 @@ async def test_the_guarded_transport_connects_when_private_targets_are_allowed(
         response = await client.get(f"http://localhost:{port}/")
     assert response.status_code == 200
     assert len(hits) == 1
+
+
+async def test_the_mcp_sdks_http_client_is_checked_at_each_connection_too(listener: tuple[int, list[bytes]]) -> None:
+    port, hits = listener
+    async with httpx2.AsyncClient(transport=guarded_transport2(allow_private=False)) as client:
+        for url in (f"http://localhost:{port}/", f"http://127.0.0.1:{port}/"):
+            with pytest.raises(UnsafeTarget):
+                await client.get(url)
+    async with httpx2.AsyncClient(transport=guarded_transport2(allow_private=True)) as client:
+        assert (await client.get(f"http://127.0.0.1:{port}/")).status_code == 200
+    assert len(hits) == 1
+
+
+async def test_an_upstream_mcp_servers_connections_are_checked_when_made(
+    listener: tuple[int, list[bytes]], tmp_path: Path
+) -> None:
+    """Saved and checked once, an upstream's name may later resolve to a private address: the connection says no."""
+    port, hits = listener
+    spec = UpstreamSpec(id="crm", url=f"http://localhost:{port}/mcp", namespace="crm")
+    registered = Registered(company_id=MOTOR, spec=spec, operator_managed=False, updated_at=datetime.now(UTC))
+    settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path}/x.db", allow_private_targets=False)
+    async with UpstreamSession(registered, settings=settings).http_client() as client:
+        with pytest.raises(UnsafeTarget):
+            await client.post(spec.url, content=b"{}")
+    assert hits == []
+
+
+async def test_a2a_push_webhooks_are_checked_again_at_each_connection(
+    listener: tuple[int, list[bytes]], tmp_path: Path
+) -> None:
+    """A webhook that passed the registration check cannot be made to reach a private address afterwards."""
+    from forecourt.bootstrap import create_app
+    from forecourt.surfaces.a2a.tasks_agent import GatewayAgentSurface
+
+    port, hits = listener
+    settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path}/x.db", allow_private_targets=False)
+    services = create_app(settings).state.services
+    surface = GatewayAgentSurface(services.gateway, settings)
+    try:
+        with pytest.raises(UnsafeTarget):
+            await surface.http.post(f"http://localhost:{port}/hook", content=b"{}")
+    finally:
+        await surface.close()
+        await services.store.close()
+    assert hits == []

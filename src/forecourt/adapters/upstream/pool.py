@@ -35,6 +35,7 @@ from forecourt.domain.upstreams import Registered
 from forecourt.errors import ForecourtError, UpstreamUnavailable
 from forecourt.gateway.base import IssuedCredential
 from forecourt.netguard import check_url_async
+from forecourt.outbound_urls import guarded_transport2
 from forecourt.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -192,17 +193,23 @@ class UpstreamSession:
 
     # ------------------------------------------------------------------ connect
 
+    def http_client(self) -> httpx2.AsyncClient:
+        """The HTTP client of a Streamable HTTP upstream: the broker's credential, no redirects, and every
+        connection checked again when made (resolved once, connected to the checked address)."""
+        return httpx2.AsyncClient(
+            auth=_BrokerAuth(self._issue),
+            timeout=httpx2.Timeout(30.0, read=300.0),
+            follow_redirects=False,
+            transport=guarded_transport2(allow_private=self.settings.allow_private_targets),
+        )
+
     def _transport(self, stack: AsyncExitStack) -> Any:
         spec = self.spec
         if spec.transport == "stdio":
             assert spec.command is not None
             return StdioServerParameters(command=spec.command, args=list(spec.args), env=dict(spec.env) or None)
         assert spec.url is not None
-        http = httpx2.AsyncClient(
-            auth=_BrokerAuth(self._issue),
-            timeout=httpx2.Timeout(30.0, read=300.0),
-            follow_redirects=False,
-        )
+        http = self.http_client()
         stack.push_async_callback(http.aclose)
         return streamable_http_client(spec.url, http_client=http)
 

@@ -39,6 +39,7 @@ from forecourt.errors import ForecourtError, Unauthorized
 from forecourt.gateway.auth.asgi import credentials_from_scope
 from forecourt.gateway.base import Principal
 from forecourt.gateway.pipeline import Gateway
+from forecourt.outbound_urls import guarded_transport
 from forecourt.settings import Settings
 from forecourt.surfaces.a2a.app import push_url_validator
 from forecourt.surfaces.a2a.push import SignedPushSender
@@ -164,7 +165,13 @@ class GatewayAgentSurface:
         )
         self.push_store.config_model = push_model
         validator = push_url_validator(settings)
-        self.http = http or httpx.AsyncClient(timeout=10.0, follow_redirects=False)
+        # Push webhooks are checked when registered and again at every connection (resolved once, connected to
+        # the checked address): a name that rebinds to a private address afterwards is still refused.
+        self.http = http or httpx.AsyncClient(
+            timeout=10.0,
+            follow_redirects=False,
+            transport=guarded_transport(allow_private=settings.allow_private_targets),
+        )
         self.push_sender = SignedPushSender(self.http, self.push_store, validator)
         self.executor = GatewayTaskExecutor(gateway)
         self.handler = DefaultRequestHandler(
