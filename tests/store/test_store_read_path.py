@@ -101,3 +101,29 @@ async def test_in_memory_sqlite_and_opted_out_stores_keep_async_reads(tmp_path: 
     finally:
         await opted_out.close()
         await memory.close()
+
+
+def test_a_repeated_search_reuses_its_statements_and_a_different_one_does_not() -> None:
+    from forecourt.store.sql.inventory import search_statements
+
+    first = InventoryQuery(dealership_id=DEALER, filters=InventoryFilters(make=("Toyota",)), limit=5)
+    same = InventoryQuery(dealership_id=DEALER, filters=InventoryFilters(make=("Toyota",)), limit=5)
+    other = InventoryQuery(dealership_id=DEALER, filters=InventoryFilters(make=("Honda",)), limit=5)
+    assert search_statements(first) is search_statements(same)
+    assert search_statements(first) is not search_statements(other)
+    page, _ = search_statements(other)
+    assert "honda" in str(page.compile(compile_kwargs={"literal_binds": True}))
+
+
+async def test_a_search_built_without_validation_still_runs(file_store: SqlStore) -> None:
+    unhashable = InventoryQuery.model_construct(
+        dealership_id=DEALER,
+        filters=InventoryFilters.model_construct(**{**InventoryFilters().__dict__, "make": ["Toyota"]}),
+        sort=None,
+        descending=False,
+        offset=0,
+        limit=5,
+    )
+    async with file_store.read() as uow:
+        page = await uow.inventory.search(unhashable)
+    assert page.total == len(page.items)

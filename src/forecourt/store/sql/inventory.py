@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
@@ -133,6 +134,25 @@ def _event(vehicle: Vehicle, change: ChangeType, at: datetime) -> ChangeEvent:
     )
 
 
+@functools.lru_cache(maxsize=256)
+def search_statements(query: InventoryQuery) -> tuple[sa.Select[Any], sa.Select[Any]]:
+    """The page and count statements of ``query`` (a frozen, hashable value), built once per distinct query.
+
+    Statements are immutable and hold no connection; reusing one also reuses its memoised cache key, so a repeated
+    search (an agent paging, a popular query) skips building the statement and keying SQLAlchemy's compiled
+    cache: about a quarter of a millisecond of CPU per search.
+    """
+    where = search.conditions(query)
+    page = (
+        sa.select(*_SELECT_COLUMNS)
+        .where(*where)
+        .order_by(*search.order_by(query))
+        .offset(query.offset)
+        .limit(query.limit)
+    )
+    return page, sa.select(sa.func.count()).where(*where)
+
+
 class SqlInventoryRepository:
     """:class:`~forecourt.store.base.InventoryRepository` over the ``vehicles`` table."""
 
@@ -160,19 +180,15 @@ class SqlInventoryRepository:
 
     async def search(self, query: InventoryQuery) -> SearchPage:
         """One page of the vehicles matching ``query`` and the size of the whole matching set."""
-        where = search.conditions(query)
-        stmt = (
-            sa.select(*_SELECT_COLUMNS)
-            .where(*where)
-            .order_by(*search.order_by(query))
-            .offset(query.offset)
-            .limit(query.limit)
-        )
-        items = [vehicle_from_row(r) for r in await self._ctx.conn.execute(stmt)]
+        try:
+            page, count = search_statements(query)
+        except TypeError:  # a query built without validation may hold lists: unhashable, so built afresh
+            page, count = search_statements.__wrapped__(query)
+        items = [vehicle_from_row(r) for r in await self._ctx.conn.execute(page)]
         if query.offset == 0 and len(items) < query.limit:
             total = len(items)
         else:  # (a window count in the page's statement measured slower on SQLite: it materialises every match)
-            total = int((await self._ctx.conn.execute(sa.select(sa.func.count()).where(*where))).scalar_one())
+            total = int((await self._ctx.conn.execute(count)).scalar_one())
         return SearchPage(items=items, total=total, offset=query.offset, limit=query.limit)
 
     async def facets(self, query: InventoryQuery) -> Facets:
