@@ -129,7 +129,7 @@ async def main(args: argparse.Namespace) -> None:
         settings = Settings(
             database_url=url,
             api_key_pepper=PEPPER,
-            cache_enabled=False,
+            cache_enabled=args.cache,
             log_level="WARNING",
             rate_company_per_minute=10**9,
             rate_member_per_minute=10**9,
@@ -167,6 +167,7 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cache", action="store_true", help="the gateway's result cache on (every call a hit)")
     parser.add_argument("--profile", action="store_true", help="print cProfile's top functions (to stderr)")
     parser.add_argument("--profile-rows", type=int, default=40)
     parser.add_argument("--calls", type=int, default=2000)
