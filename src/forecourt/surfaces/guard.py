@@ -78,6 +78,8 @@ def json_nesting_within(body: bytes, limit: int) -> bool:
     Returns:
         ``True`` when the nesting is within ``limit``.
     """
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return True  # fewer opening brackets in all (strings included) than the limit: no deeper nesting possible
     brackets = _NOT_BRACKET.sub(b"", _STRING.sub(b"", body))
     for peeled in range(limit + 1):
         if not brackets:
