@@ -158,3 +158,17 @@ async def test_an_unexpected_failure_on_the_direct_path_is_a_value_free_internal
     assert message["error"]["code"] == -32603
     assert message["error"]["data"] == {"code": "internal_error"}
     assert "secret" not in response.text
+
+
+@pytest.mark.parametrize("version", [None, "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
+async def test_every_handshake_era_version_gets_the_same_answer_from_both_paths(
+    live: LiveServer, keys: dict[str, str], version: str | None
+) -> None:
+    headers = {"Accept": ACCEPT, **({"MCP-Protocol-Version": version} if version else {})}
+    arguments = {"dealership_id": TOYOTA, "limit": 2}
+    async with http_client(keys["crm"]) as hc:
+        before = live.surface_direct.answered
+        fast = await _post(hc, live.url, _body("inventory.search", arguments, modern=False), headers)
+        slow = await _post(hc, live.url, _body("inventory.search", arguments, modern=False, progress=True), headers)
+    assert live.surface_direct.answered == before + 1
+    assert _stable(_message(fast)) == _stable(_message(slow))
