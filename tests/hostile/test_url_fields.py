@@ -9,6 +9,7 @@ API with each hostile target; each is refused with a clear error naming the fiel
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -223,3 +224,42 @@ async def test_a2a_push_webhooks_are_checked_again_at_each_connection(
         await surface.close()
         await services.store.close()
     assert hits == []
+
+
+async def test_a_company_model_endpoint_is_connected_only_at_a_checked_address(
+    listener: tuple[int, list[bytes]],
+) -> None:
+    """A company's OpenAI-compatible endpoint is pinned; the operator's own endpoint (trusted) is not."""
+    from forecourt.adapters.models.openai_compat import OpenAICompatRuntime
+
+    port, hits = listener
+    company, operator = f"http://localhost:{port}/v1", f"http://127.0.0.1:{port}/v1"
+    runtime = OpenAICompatRuntime("openai")
+    runtime.pin(company, allow_private=False)
+    try:
+        with pytest.raises(UnsafeTarget):
+            await runtime.client(company, 5.0).models.list()
+        assert hits == []
+        with contextlib.suppress(Exception):  # the listener's "ok" is no model list: only its arrival counts
+            await runtime.client(operator, 5.0).models.list()
+        assert len(hits) == 1
+    finally:
+        await runtime.aclose()
+
+
+async def test_a_company_vertex_endpoint_is_connected_only_at_a_checked_address(
+    listener: tuple[int, list[bytes]],
+) -> None:
+    from forecourt.adapters.models.vertex import _new_client
+
+    port, hits = listener
+    _, pinned = _new_client("p", "us-central1", f"http://localhost:{port}/", "v1", 5.0, pin=False)
+    _, trusted = _new_client("p", "us-central1", f"http://localhost:{port}/", "v1", 5.0)
+    try:
+        with pytest.raises(UnsafeTarget):
+            await pinned.get(f"http://localhost:{port}/")
+        assert hits == []
+        assert (await trusted.get(f"http://localhost:{port}/")).status_code == 200
+    finally:
+        await pinned.aclose()
+        await trusted.aclose()

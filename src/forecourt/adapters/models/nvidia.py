@@ -153,6 +153,8 @@ class NvidiaAdapter:
         self.defaults = dict(defaults or {})
         self.triton = TritonBackend()
         self.nim = OpenAICompatRuntime(RUNTIME)
+        self.pinned: dict[str, bool] = {}
+        """Company endpoints (URL → whether private targets are allowed) whose connections are checked when made."""
         self.versions = VersionRouter()
         self.admin = NvidiaAdmin(self)
         self.quota = GpuQuota(self.defaults, gateway or (lambda: None))
@@ -169,13 +171,19 @@ class NvidiaAdapter:
     async def endpoint(self, context: ExecutionContext, section: str, key: str) -> str:
         config = context.adapter_config.get(section) or {}
         operator = self.defaults.get(section) or {}
-        return await checked_endpoint(
+        operator_url = operator.get(key) if isinstance(operator, Mapping) else None
+        url = await checked_endpoint(
             config.get(key) if isinstance(config, Mapping) else None,
-            operator_url=operator.get(key) if isinstance(operator, Mapping) else None,
+            operator_url=operator_url,
             allow_company=self.defaults.get("allow_company_endpoints") is True,
             settings=context.settings,
             runtime=RUNTIME,
         )
+        if url != operator_url:  # a company's endpoint: its HTTP clients connect only to checked addresses
+            self.pinned[url] = context.settings.allow_private_targets
+            if section == "nim":
+                self.nim.pin(url, allow_private=context.settings.allow_private_targets)
+        return url
 
     def timeout(self, context: ExecutionContext) -> float:
         return float(context.adapter_config.get("timeout_s", context.action.timeout_s))

@@ -42,6 +42,7 @@ from forecourt.adapters.models.jobs import JobActions
 from forecourt.adapters.models.vertex_rest import BatchPredictionJobs, VertexRest
 from forecourt.adapters.models.vertex_sessions import ConversationMemory, session_id
 from forecourt.errors import InvalidParams, Timeout
+from forecourt.outbound_urls import guarded_transport
 
 if TYPE_CHECKING:  # google-genai is imported on first use: ~0.3 s and tens of MB in every process otherwise
     from google.genai import Client, types
@@ -148,11 +149,14 @@ def _text(response: types.GenerateContentResponse) -> str:
 
 
 def _new_client(
-    project: str, location: str, base_url: str | None, api_version: str, timeout_s: float
+    project: str, location: str, base_url: str | None, api_version: str, timeout_s: float, pin: bool | None = None
 ) -> tuple[Client, httpx.AsyncClient]:
+    """The SDK client and its HTTP client; ``pin`` (a company's ``base_url``: whether private targets are allowed)
+    checks every connection's address when it is made and connects to exactly that address."""
     from google.genai import Client, types
 
-    http = httpx.AsyncClient(follow_redirects=False)
+    transport = guarded_transport(allow_private=pin) if pin is not None else None
+    http = httpx.AsyncClient(follow_redirects=False, transport=transport)
     options: dict[str, Any] = {"api_version": api_version, "timeout": int(timeout_s * 1000), "httpx_async_client": http}
     if base_url:
         options["base_url"] = base_url
@@ -186,6 +190,7 @@ class VertexAdapter:
                 different one only with ``allow_company_endpoints``).
         """
         self.defaults = dict(defaults or {})
+        self._pinned: dict[str, bool] = {}
         self._clients: LoopLocal[tuple[Client, httpx.AsyncClient]] = LoopLocal(_close_client)
         self.rest = VertexRest(self)
         self.batch = JobActions("vertex.batchPredict", BatchPredictionJobs(self.rest))
@@ -195,13 +200,23 @@ class VertexAdapter:
         """The configured ``base_url`` this call may use (``None``: Google's regional endpoint)."""
         if not context.adapter_config.get("base_url"):
             return None
-        return await checked_endpoint(
+        url = await checked_endpoint(
             context.adapter_config.get("base_url"),
             operator_url=self.defaults.get("base_url"),
             allow_company=self.defaults.get("allow_company_endpoints") is True,
             settings=context.settings,
             runtime=RUNTIME,
         )
+        if url != self.defaults.get("base_url"):  # a company's endpoint: connections go only to checked addresses
+            self._pinned[url.rstrip("/")] = context.settings.allow_private_targets
+        return url
+
+    def pinned_for(self, url: str) -> bool | None:
+        """For a request URL under a company's ``base_url``: whether private targets are allowed; else ``None``."""
+        for base, allow_private in self._pinned.items():
+            if url == base or url.startswith(base + "/"):
+                return allow_private
+        return None
 
     async def _client(self, context: ExecutionContext) -> Client:
         config = context.adapter_config
@@ -216,8 +231,9 @@ class VertexAdapter:
         api_version = str(config.get("api_version") or "v1")
         _CALL_TOKEN.set(credential.value)  # this task's token; the shared client reads it per request
         key = f"{project}|{location}|{base_url}|{api_version}|{timeout_s}"
+        pin = self.pinned_for(base_url) if base_url else None
         pair = self._clients.get(
-            key, lambda: _new_client(str(project), str(location), base_url, api_version, timeout_s)
+            key, lambda: _new_client(str(project), str(location), base_url, api_version, timeout_s, pin)
         )
         return pair[0]
 
