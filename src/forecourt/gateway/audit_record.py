@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -61,3 +63,23 @@ def audit_member(principal: Principal | None) -> str | None:
     if principal.member_id is None and principal.method == "internal" and principal.subject == "operator":
         return "operator"
     return principal.member_id
+
+
+@dataclass
+class CallState:
+    """Mutable state of one invocation, for the audit record."""
+
+    inv: Invocation
+    trace_id: str
+    started: float
+    recording: bool = True
+    model: str = "-"
+    action: Action | None = None
+    principal: Principal | None = None
+    dealership_id: str | None = None
+    company_id: str | None = None
+    status: int = 200
+    error_code: str | None = None
+    result_class: str = "ok"
+    extra: dict[str, Any] = field(default_factory=dict)
+    audit_id: str = field(default_factory=lambda: uuid.uuid4().hex)

@@ -14,7 +14,6 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,7 +35,7 @@ from forecourt.errors import (
 from forecourt.gateway.adapter_runtime import AdapterConfigSource, Bulkhead, positive
 from forecourt.gateway.approvals import ApprovalGate
 from forecourt.gateway.audit import AuditWriter
-from forecourt.gateway.audit_record import audit_member, call_record
+from forecourt.gateway.audit_record import CallState, audit_member, call_record
 from forecourt.gateway.base import (
     Authenticator,
     CredentialProvider,
@@ -70,26 +69,6 @@ logger = logging.getLogger(__name__)
 
 
 __all__ = ["AdapterConfigSource", "Bulkhead", "Gateway"]
-
-
-@dataclass
-class _Call:
-    """Mutable state of one invocation, for the audit record."""
-
-    inv: Invocation
-    trace_id: str
-    started: float
-    recording: bool = True
-    model: str = "-"
-    action: Action | None = None
-    principal: Principal | None = None
-    dealership_id: str | None = None
-    company_id: str | None = None
-    status: int = 200
-    error_code: str | None = None
-    result_class: str = "ok"
-    extra: dict[str, Any] = field(default_factory=dict)
-    audit_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 class Gateway:
@@ -166,7 +145,7 @@ class Gateway:
             with self.tracer.start_as_current_span("gateway.invoke", context=ctx) as span:
                 span.set_attribute("forecourt.action", inv.action[:128])
                 trace_id = self._trace_id(inv, span, caller_trace)
-                call = _Call(inv=inv, trace_id=trace_id, started=time.perf_counter(), recording=span.is_recording())
+                call = CallState(inv=inv, trace_id=trace_id, started=time.perf_counter(), recording=span.is_recording())
                 try:
                     outcome = await self._run(call)
                 except ForecourtError as exc:
@@ -223,7 +202,7 @@ class Gateway:
 
     # ------------------------------------------------------------------ stages
 
-    async def _run(self, call: _Call) -> Outcome:
+    async def _run(self, call: CallState) -> Outcome:
         inv = call.inv
         action = self.catalogue.get(inv.action)
         if action is None:
@@ -291,7 +270,7 @@ class Gateway:
             return format(span_ctx.trace_id, "032x")
         return (inv.trace_id or uuid.uuid4().hex)[:128]
 
-    def _span(self, call: _Call, name: str) -> AbstractContextManager[Any]:
+    def _span(self, call: CallState, name: str) -> AbstractContextManager[Any]:
         """A child span for one stage, or nothing when the call's trace is not being recorded."""
         if not call.recording:
             return contextlib.nullcontext()
@@ -353,7 +332,7 @@ class Gateway:
         principal: Principal,
         dealership: Dealership | None,
         inv: Invocation,
-        call: _Call,
+        call: CallState,
     ) -> None:
         owner = principal.company_id or (dealership.company_id if dealership else None)
         policies = await self.tenancy.policies(owner)
@@ -370,7 +349,7 @@ class Gateway:
             assert decision.error is not None
             raise decision.error
 
-    async def _rate_limit(self, action: Action, principal: Principal, call: _Call) -> RateDecision | None:
+    async def _rate_limit(self, action: Action, principal: Principal, call: CallState) -> RateDecision | None:
         owner = principal.company_id or call.company_id  # an anonymous call counts against the agent's company
         policies = await self.tenancy.policies(owner)
         rules = list(self.limits.rules_for(action, principal, policies, owner))
@@ -387,7 +366,7 @@ class Gateway:
 
     async def _execute_guarded(
         self,
-        call: _Call,
+        call: CallState,
         action: Action,
         payload: dict[str, Any],
         principal: Principal,
@@ -429,7 +408,7 @@ class Gateway:
 
     async def _execute(
         self,
-        call: _Call,
+        call: CallState,
         action: Action,
         payload: dict[str, Any],
         principal: Principal,
@@ -488,7 +467,7 @@ class Gateway:
         return await self._redact_output(result, company_id)
 
     async def _credential(
-        self, call: _Call, action: Action, company_id: str | None, config: Mapping[str, Any]
+        self, call: CallState, action: Action, company_id: str | None, config: Mapping[str, Any]
     ) -> IssuedCredential | None:
         if self.credentials is None or not config.get("credentials"):
             return None
@@ -544,7 +523,9 @@ class Gateway:
 
     # ------------------------------------------------------------------ bookkeeping
 
-    def _outcome(self, call: _Call, action: Action, result: AdapterResult, decision: RateDecision | None) -> Outcome:
+    def _outcome(
+        self, call: CallState, action: Action, result: AdapterResult, decision: RateDecision | None
+    ) -> Outcome:
         return Outcome(
             action=action.name,
             result_type=result.result_type or action.result_type,
@@ -557,7 +538,7 @@ class Gateway:
             rate_limit=decision,
         )
 
-    def _fail(self, call: _Call, exc: ForecourtError, span: trace.Span) -> None:
+    def _fail(self, call: CallState, exc: ForecourtError, span: trace.Span) -> None:
         call.status = exc.http_status
         call.error_code = exc.code
         call.result_class = "denied" if exc.http_status in (401, 403, 429) else "error"
@@ -570,7 +551,7 @@ class Gateway:
         span.set_status(Status(StatusCode.ERROR, exc.code))
         span.set_attribute("forecourt.error_code", exc.code)
 
-    def _finish(self, call: _Call) -> None:
+    def _finish(self, call: CallState) -> None:
         duration = time.perf_counter() - call.started
         action = call.action
         name = action.name if action else "unknown"
@@ -584,7 +565,7 @@ class Gateway:
             note.company, note.trace_id = call.company_id, call.trace_id
         self.audit.record(self._record(call, duration))
 
-    def _record(self, call: _Call, duration_s: float, *, committed: bool = False) -> AuditRecord:
+    def _record(self, call: CallState, duration_s: float, *, committed: bool = False) -> AuditRecord:
         """The call's audit record; ``committed``: as its effect's own transaction commits (a success so far)."""
         extra: tuple[str, ...] = ()
         if call.company_id is not None:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 
+import httpx
+
 from forecourt.actions.base import AdapterResult
 from forecourt.adapters.errors import ModelNotFound, ModelRequestRejected, RuntimeNotConfigured, UpstreamForbidden
 from forecourt.errors import (
@@ -32,6 +34,7 @@ from forecourt.errors import (
     UpstreamUnavailable,
 )
 from forecourt.netguard import check_url_async
+from forecourt.outbound_urls import guarded_transport
 from forecourt.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -342,3 +345,10 @@ def auth_headers(credential: Any) -> dict[str, str]:
     if credential is None:
         return {}
     return dict(getattr(credential, "headers", {}) or {})
+
+
+def endpoint_http_client(pin: bool | None) -> httpx.AsyncClient:
+    """An HTTP client for a model endpoint: ``pin`` (a company's endpoint: whether private targets are allowed) makes
+    every connection resolve once and go only to the checked address; ``None`` (the operator's own) is trusted."""
+    transport = guarded_transport(allow_private=pin) if pin is not None else None
+    return httpx.AsyncClient(follow_redirects=False, transport=transport)

@@ -22,10 +22,15 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from forecourt.actions.base import ExecutionContext
-from forecourt.adapters.models.common import LoopLocal, auth_headers, parse_retry_after, upstream_error
+from forecourt.adapters.models.common import (
+    LoopLocal,
+    auth_headers,
+    endpoint_http_client,
+    parse_retry_after,
+    upstream_error,
+)
 from forecourt.adapters.models.jobs import RemoteState
 from forecourt.errors import Timeout
-from forecourt.outbound_urls import guarded_transport
 from forecourt.store.model_jobs import ModelJob
 
 if TYPE_CHECKING:
@@ -73,7 +78,7 @@ class CustomizerJobs:
     async def _request(self, context: ExecutionContext, method: str, path: str, body: Any = None) -> dict[str, Any]:
         url = await self.adapter.endpoint(context, "customizer", "base_url")
         base, pin = url.rstrip("/"), self.adapter.pinned.get(url)
-        client = self._clients.get(f"{base}|{pin}", lambda: _http_client(pin))
+        client = self._clients.get(f"{base}|{pin}", lambda: endpoint_http_client(pin))
         timeout = self.adapter.timeout(context)
         try:
             response = await client.request(
@@ -131,10 +136,3 @@ class JobSlots:
     async def after_end(self, context: ExecutionContext, job: ModelJob) -> None:
         """Give the job's slot back."""
         await self.adapter.quota.give_back(context, "jobs", job.company_id, job.id)
-
-
-def _http_client(pin: bool | None) -> httpx.AsyncClient:
-    """The Customizer's HTTP client; ``pin`` (a company's endpoint: whether private targets are allowed) checks every
-    connection's address when it is made."""
-    transport = guarded_transport(allow_private=pin) if pin is not None else None
-    return httpx.AsyncClient(follow_redirects=False, transport=transport)

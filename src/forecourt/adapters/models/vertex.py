@@ -33,6 +33,7 @@ from forecourt.adapters.models.common import (
     ModelRequest,
     assemble,
     checked_endpoint,
+    endpoint_http_client,
     parse_request,
     parse_retry_after,
     text_result,
@@ -42,7 +43,6 @@ from forecourt.adapters.models.jobs import JobActions
 from forecourt.adapters.models.vertex_rest import BatchPredictionJobs, VertexRest
 from forecourt.adapters.models.vertex_sessions import ConversationMemory, session_id
 from forecourt.errors import InvalidParams, Timeout
-from forecourt.outbound_urls import guarded_transport
 
 if TYPE_CHECKING:  # google-genai is imported on first use: ~0.3 s and tens of MB in every process otherwise
     from google.genai import Client, types
@@ -155,8 +155,7 @@ def _new_client(
     checks every connection's address when it is made and connects to exactly that address."""
     from google.genai import Client, types
 
-    transport = guarded_transport(allow_private=pin) if pin is not None else None
-    http = httpx.AsyncClient(follow_redirects=False, transport=transport)
+    http = endpoint_http_client(pin)
     options: dict[str, Any] = {"api_version": api_version, "timeout": int(timeout_s * 1000), "httpx_async_client": http}
     if base_url:
         options["base_url"] = base_url

@@ -25,10 +25,15 @@ import httpx
 
 from forecourt.actions.base import AdapterResult, ExecutionContext
 from forecourt.adapters.errors import RuntimeNotConfigured
-from forecourt.adapters.models.common import LoopLocal, auth_headers, parse_retry_after, upstream_error
+from forecourt.adapters.models.common import (
+    LoopLocal,
+    auth_headers,
+    endpoint_http_client,
+    parse_retry_after,
+    upstream_error,
+)
 from forecourt.adapters.models.jobs import RemoteState
 from forecourt.errors import InvalidParams, Timeout
-from forecourt.outbound_urls import guarded_transport
 from forecourt.store.model_jobs import ModelJob
 
 if TYPE_CHECKING:
@@ -76,7 +81,7 @@ class VertexRest:
         if credential is None or credential.kind != "bearer" or not credential.value:
             raise RuntimeNotConfigured("Vertex AI needs a Google credential.", details={"runtime": RUNTIME})
         pin = self.adapter.pinned_for(url)
-        client = self._clients.get(f"vertex|{pin}", lambda: _http_client(pin))
+        client = self._clients.get(f"vertex|{pin}", lambda: endpoint_http_client(pin))
         timeout = float(context.adapter_config.get("timeout_s", context.action.timeout_s))
         try:
             response = await client.request(method, url, json=body, headers=auth_headers(credential), timeout=timeout)
@@ -183,10 +188,3 @@ class BatchPredictionJobs:
         base, _ = await self.rest.base(context)
         await self.rest.request(context, "POST", f"{base}{job.remote_id}:cancel", {})
         return _batch_state(await self.rest.request(context, "GET", f"{base}{job.remote_id}"))
-
-
-def _http_client(pin: bool | None) -> httpx.AsyncClient:
-    """Vertex AI's REST client; ``pin`` (a company's ``base_url``: whether private targets are allowed) checks every
-    connection's address when it is made."""
-    transport = guarded_transport(allow_private=pin) if pin is not None else None
-    return httpx.AsyncClient(follow_redirects=False, transport=transport)
