@@ -249,13 +249,16 @@ def _register_console_actions(catalogue: Catalogue, gateway: Gateway, *, service
     from forecourt.actions.console_views import register_console_views
     from forecourt.actions.policy_preflight import register_policy_preflight
     from forecourt.gateway.approvals import ApprovalGate
+    from forecourt.gateway.held_calls import HeldCalls
     from forecourt.store.console import SqlApprovals
 
+    book = SqlApprovals(services_store)
+    held = HeldCalls(services_store, book, gateway.invoke, gateway.clock)
     register_console_views(catalogue, gateway)
     register_console_leads(catalogue)
-    register_approvals(catalogue)
+    register_approvals(catalogue, held.run)
     register_policy_preflight(catalogue, gateway)
-    gateway.approvals = ApprovalGate(SqlApprovals(services_store), gateway.clock)
+    gateway.approvals = ApprovalGate(book, gateway.clock)
 
 
 def _routes(services: Services) -> tuple[list[BaseRoute], list[Middleware]]:

@@ -388,13 +388,16 @@ class CsrfRejected(Forbidden):
 
 
 class ApprovalPending(ForecourtError):
-    """The call waits for a person's approval; make the same call again once it is approved."""
+    """The call waits for a person's approval; it runs once approved, and ``approvals.get`` gives its result."""
 
     code = "approval.pending"
     http_status = 409
     jsonrpc_code = -32010
-    retryable = True
-    default_message = "This call needs a person's approval; it is pending. Call again once it is approved."
+    retryable = False
+    default_message = (
+        "This call needs a person's approval. It runs as soon as it is approved; do not send it again: "
+        "approvals.get with the approval_id gives its status and, once it ran, its result."
+    )
 
 
 class InsufficientScope(Forbidden):

@@ -516,7 +516,7 @@ async def test_a_task_started_on_one_replica_is_read_answered_and_finished_on_an
     assert back.status.state == TaskState.TASK_STATE_COMPLETED
 
 
-async def test_a_call_a_policy_holds_waits_in_input_required_and_runs_when_continued_after_approval(
+async def test_a_call_a_policy_holds_waits_in_input_required_runs_on_approval_and_the_task_then_completes(
     agent_b: Agent, http: httpx.AsyncClient
 ) -> None:
     url = agent_b.server.url
@@ -531,14 +531,20 @@ async def test_a_call_a_policy_holds_waits_in_input_required_and_runs_when_conti
         held = _task(await _send(client, {"action": "embedding.delete", "payload": {"id": vector_id}}))
         note = get_data_parts(list(held.status.message.parts))[0]
         decide = {"company_id": MOTOR, "approval_id": note["approval_id"], "decision": "approve"}
+        early = _task(await _send(client, {"data": {}}, task_id=held.id, context_id=held.context_id))
         decided = await http.post(url + "/mcp/approvals.decide", json={"payload": decide}, headers=admin)
+        gone = await http.post(url + "/mcp/embedding.get", json={"payload": {"id": vector_id}})
         done = _task(await _send(client, {"data": {}}, task_id=held.id, context_id=held.context_id))
     finally:
         await client.close()
         await http.put(url + policy, json={"require_approval": []}, headers=admin)
     assert held.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
     assert note["code"] == "approval.pending"
+    assert early.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert get_data_parts(list(early.status.message.parts))[0]["approval_id"] == note["approval_id"]
     assert decided.status_code == 200, decided.text
+    assert decided.json()["result"]["output"]["outcome"] == "ok"
+    assert gone.status_code == 404  # it ran on approval, before the task was continued
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
-    gone = await http.post(url + "/mcp/embedding.get", json={"payload": {"id": vector_id}})
-    assert gone.status_code == 404
+    result = next(a for a in done.artifacts if a.name == "result")
+    assert get_data_parts(list(result.parts))[0]["type"] == "knowledge.vector_deleted"

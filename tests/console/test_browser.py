@@ -225,6 +225,17 @@ def test_console_in_a_real_browser(browser: Any, server: tuple[str, dict[str, st
     d.get(f"{base}/console/tools?member_id=shopper-agent")
     assert "tokens" in d.find_element(By.TAG_NAME, "main").text
     _shot(d, "tools")
+    d.get(f"{base}/console/inventory")
+    feed = SHOTS.parent.parent / "tests" / "fixtures" / "feeds" / "bad_rows.csv"
+    upload = d.find_element(By.CSS_SELECTOR, "form[data-upload]")
+    upload.find_element(By.CSS_SELECTOR, "input[type=file]").send_keys(str(feed.resolve()))
+    upload.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    _until(d, "form[data-upload] .progress-text", "Import finished")
+    report = _until(d, "form[data-upload] .report", "Import report")
+    assert "invalid_vin" in report.text
+    assert upload.find_element(By.TAG_NAME, "progress").get_attribute("value") == "100"
+    _a11y(d)
+    _shot(d, "inventory-import")
     d.set_window_size(820, 1100)  # tablet width
     d.get(f"{base}/console/inventory")
     _shot(d, "inventory-tablet")

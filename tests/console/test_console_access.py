@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import types
 from dataclasses import dataclass, field
@@ -230,6 +231,55 @@ async def test_a_feed_uploaded_in_the_console_is_imported_with_its_row_errors(ri
     records = [r for r in await rig.audit(MOTOR) if r.action == "console.inventory.import"]
     assert [r.surface for r in records] == ["console"]
     assert records[0].args_redacted["feed"] == f"[{len(feed.decode())} characters]"
+
+
+def _feed(rows: int) -> bytes:
+    """A CSV feed of ``rows`` valid used Camrys with distinct VINs."""
+    from forecourt.domain.vin import with_check_digit
+
+    lines = ["vin,stock,year,make,model,trim,condition,price,mileage,status"]
+    for n in range(rows):
+        vin = with_check_digit(f"4T1DAACK0SU{n:06d}")
+        lines.append(f'{vin},P{n},2025,Toyota,Camry,LE,used,"$24,995",{1000 + n},available')
+    return ("\n".join(lines) + "\n").encode()
+
+
+async def test_a_console_upload_streams_the_imports_progress_batch_by_batch_then_its_report(rig: Rig) -> None:
+    feed = _feed(4_500)
+    async with _client(rig) as client:
+        csrf = await sign_in(client, rig.keys["admin"])
+        response = await client.post(
+            f"/console/inventory/{TOYOTA}/upload",
+            data={"csrf": csrf},
+            files={"feed": ("feed.csv", feed, "text/csv")},
+            headers={"X-Console-Fragment": "1", "X-Console-Progress": "1"},
+        )
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/x-ndjson")
+    assert "default-src 'none'" in response.headers["content-security-policy"]
+    lines = [json.loads(line) for line in response.text.splitlines()]
+    steps = [(line["done"], line["total"]) for line in lines if line["phase"] == "import"]
+    assert steps[0] == (0, 4_500)
+    assert steps[-1] == (4_500, 4_500)
+    assert len(steps) >= 4  # before the first batch, after each of three batches of 2,000 rows, at the end
+    assert [done for done, _ in steps] == sorted(done for done, _ in steps)
+    assert lines[-1]["phase"] == "done"
+    assert "4500 rows: 4500 created" in lines[-1]["html"]
+
+
+async def test_a_refused_console_import_streams_an_error_line_and_writes_nothing(rig: Rig) -> None:
+    async with _client(rig) as client:
+        csrf = await sign_in(client, rig.keys["admin"])
+        response = await client.post(
+            f"/console/inventory/{BAY_SJ}/upload",
+            data={"csrf": csrf},
+            files={"feed": ("feed.csv", _feed(10), "text/csv")},
+            headers={"X-Console-Fragment": "1", "X-Console-Progress": "1"},
+        )
+    lines = [json.loads(line) for line in response.text.splitlines()]
+    assert lines[-1]["phase"] == "error"
+    assert lines[-1]["code"].startswith("auth.")
+    assert not [line for line in lines if line["phase"] == "import"]
 
 
 async def test_revoking_the_key_a_session_signed_in_with_ends_that_session_at_once(rig: Rig) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 
 from console.conftest import csrf_of, sign_in
@@ -54,38 +56,125 @@ async def test_console_policy_save_runs_the_preflight_and_refuses_a_breaking_cha
     assert records[0].surface == "console"
 
 
-async def test_a_policy_holds_an_agents_lead_update_to_lost_until_a_person_approves_it(rig: Rig) -> None:
+async def _hold_lead_update(rig: Rig, **extra: Any) -> tuple[str, dict[str, Any], str]:
+    """Require approval for ``leads.update`` to lost; an agent's update is held. (lead id, update, approval id)"""
     rule = {"action": "leads.update", "field": "status", "op": "eq", "value": "lost"}
     headers = {"Authorization": f"Bearer {rig.keys['admin']}"}
     await rig.client.put(
         f"/admin/v1/companies/{MOTOR}/policies/{DEFAULT_POLICY}", json={"require_approval": [rule]}, headers=headers
     )
     listing = await rig.call("leads.list", {"dealership_id": TOYOTA, "limit": 5})
-    result = listing.json()["result"]
-    items = result["output"]["items"]
+    items = listing.json()["result"]["output"]["items"]
     lead_id = next(item["id"] for item in items if item["status"] in ("new", "contacted"))
     update = {"dealership_id": TOYOTA, "lead_id": lead_id, "status": "lost"}
-    held = await rig.call("leads.update", update)
+    held = await rig.call("leads.update", update, **extra)
     assert error_code(held) == "approval.pending"
+    assert held.json()["status"]["error"]["retryable"] is False
+    return lead_id, update, held.json()["status"]["error"]["details"]["approval_id"]
+
+
+async def _lead_status(rig: Rig, lead_id: str, key: str = "crm") -> str:
+    found = await rig.call("leads.get", {"dealership_id": TOYOTA, "lead_id": lead_id}, key=key)
+    return str(found.json()["result"]["output"]["status"])
+
+
+async def test_a_policy_holds_an_agents_lead_update_to_lost_and_runs_it_as_soon_as_a_person_approves(
+    rig: Rig,
+) -> None:
+    lead_id, update, approval_id = await _hold_lead_update(rig)
     again = await rig.call("leads.update", update)
     assert error_code(again) == "approval.pending"
+    assert again.json()["status"]["error"]["details"]["approval_id"] == approval_id
     harmless = await rig.call("leads.update", {**update, "status": "contacted"})
     assert harmless.status_code == 200
+    waiting = await rig.call("approvals.get", {"approval_id": approval_id})
+    assert waiting.json()["result"]["output"]["status"] == "pending"
+    assert waiting.json()["result"]["output"]["result"] is None
     async with _client(rig) as client:
         await sign_in(client, rig.keys["admin"])
         page = await client.get("/console/approvals")
         assert "leads.update" in page.text
-        approval_id = page.text.split("/console/approvals/held/", 1)[1].split('"', 1)[0]
+        assert approval_id == page.text.split("/console/approvals/held/", 1)[1].split('"', 1)[0]
         decided = await client.post(
             f"/console/approvals/held/{approval_id}",
             data={"csrf": csrf_of(page.text), "decision": "approve", "comment": "customer bought elsewhere"},
         )
         assert decided.status_code == 303
-    resumed = await rig.call("leads.update", update)
-    assert resumed.status_code == 200
+    # The agent sends nothing again: the update ran on approval and its answer waits in approvals.get.
+    assert await _lead_status(rig, lead_id) == "lost"
+    done = (await rig.call("approvals.get", {"approval_id": approval_id})).json()["result"]["output"]
+    assert done["status"] == "used"
+    assert done["result"]["output"]["status"] == "lost"
+    assert done["ran_at"] is not None
     records = [r for r in await rig.audit(MOTOR) if r.action in ("leads.update", "approvals.decide")]
-    assert [r.result_class for r in records if r.action == "leads.update"].count("pending") == 2
+    updates = [r for r in records if r.action == "leads.update"]
+    assert [r.result_class for r in updates].count("pending") == 2
+    ran = [r for r in updates if r.result_class == "ok" and r.args_redacted.get("status") == "lost"]
+    assert len(ran) == 1
+    assert ran[0].surface == "rest"
+    assert ran[0].member_id == updates[0].member_id
     assert any(r.action == "approvals.decide" and r.surface == "console" for r in records)
+    # The same update sent again is a new call: it waits for its own approval.
+    fresh = await rig.call("leads.update", update)
+    assert error_code(fresh) == "approval.pending"
+    assert fresh.json()["status"]["error"]["details"]["approval_id"] != approval_id
+
+
+async def test_a_retry_with_the_idempotency_key_of_a_call_that_ran_on_approval_gets_its_answer(rig: Rig) -> None:
+    key = {"Idempotency-Key": "held-update-1"}
+    _lead_id, update, approval_id = await _hold_lead_update(rig, headers=key)
+    decided = await rig.call(
+        "approvals.decide", {"company_id": MOTOR, "approval_id": approval_id, "decision": "approve"}, key="admin"
+    )
+    assert decided.json()["result"]["output"] == {
+        "id": approval_id,
+        "status": "used",
+        "decided_by": decided.json()["result"]["output"]["decided_by"],
+        "ran": True,
+        "outcome": "ok",
+    }
+    retried = await rig.call("leads.update", update, headers=key)
+    assert retried.status_code == 200, retried.text
+    assert retried.json()["result"]["output"]["status"] == "lost"
+    assert retried.headers["Idempotent-Replayed"] == "true"
+
+
+async def test_an_approved_call_does_not_run_when_the_key_that_made_it_was_revoked_since(rig: Rig) -> None:
+    lead_id, _update, approval_id = await _hold_lead_update(rig)
+    crm = next(k for k in await rig.gateway_keys(MOTOR) if k.prefix in rig.keys["crm"])
+    headers = {"Authorization": f"Bearer {rig.keys['admin']}"}
+    revoked = await rig.client.delete(f"/admin/v1/companies/{MOTOR}/keys/{crm.prefix}", headers=headers)
+    assert revoked.status_code in (200, 204), revoked.text
+    decided = await rig.call(
+        "approvals.decide", {"company_id": MOTOR, "approval_id": approval_id, "decision": "approve"}, key="admin"
+    )
+    assert decided.json()["result"]["output"]["outcome"] == "auth.unauthorized"
+    assert await _lead_status(rig, lead_id, key="admin") != "lost"
+    listed = await rig.call("approvals.list", {"company_id": MOTOR}, key="admin")
+    item = next(i for i in listed.json()["result"]["output"]["items"] if i["id"] == approval_id)
+    assert item["status"] == "used"
+    assert item["outcome"] == "auth.unauthorized"
+    assert "held" not in item
+    assert "result" not in item
+
+
+async def test_a_rejected_call_never_runs_and_its_held_input_is_erased(rig: Rig) -> None:
+    lead_id, update, approval_id = await _hold_lead_update(rig)
+    decided = await rig.call(
+        "approvals.decide",
+        {"company_id": MOTOR, "approval_id": approval_id, "decision": "reject", "comment": "keep working it"},
+        key="admin",
+    )
+    assert decided.json()["result"]["output"]["status"] == "rejected"
+    assert await _lead_status(rig, lead_id) != "lost"
+    from forecourt.store.console import get_approval
+
+    stored = await get_approval(rig.services.store, approval_id)
+    assert stored is not None
+    assert stored.held is None
+    assert stored.result is None
+    rejected = await rig.call("leads.update", update)
+    assert error_code(rejected) == "approval.rejected"
 
 
 async def test_a_held_aap_lead_from_an_agent_is_an_input_required_task_and_runs_once_approved(rig: Rig) -> None:

@@ -1,21 +1,24 @@
 """Approvals: list and decide the calls a policy's ``require_approval`` held (``gateway/approvals.py``).
 
-``approvals.list`` and ``approvals.decide`` are for the company's administrators (the console);
-``approvals.get`` lets the agent whose call was held see whether it has been decided.
+``approvals.list`` and ``approvals.decide`` are for the company's administrators (the console); an approved
+call runs at once as the agent that made it (``gateway/held_calls.py``). ``approvals.get`` lets that agent see
+whether its call was decided and, once it ran, read its answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionContext
 from forecourt.actions.console_common import SHORT, console_action, is_operator, require_admin
-from forecourt.domain.approvals import Approval
 from forecourt.errors import Conflict, NotFound
 from forecourt.store import console as queries
 
 ADAPTER_ID = "approvals"
+
+RunHeld = Callable[[str, str | None], Awaitable[dict[str, Any]]]
+"""Runs an approved held call as its caller and says how it ended (``HeldCalls.run``)."""
 
 APPROVAL_ACTIONS: tuple[Action, ...] = (
     console_action(
@@ -28,7 +31,8 @@ APPROVAL_ACTIONS: tuple[Action, ...] = (
     ),
     console_action(
         "approvals.decide",
-        "Approve or reject a held call, with a comment. An approved call runs when the agent makes it again.",
+        "Approve or reject a held call, with a comment. An approved call runs at once, as the agent that made it; "
+        "the answer says how it ended (`ran`, `outcome`).",
         {
             "approval_id": SHORT,
             "decision": {"enum": ["approve", "reject"]},
@@ -40,8 +44,10 @@ APPROVAL_ACTIONS: tuple[Action, ...] = (
     ),
     console_action(
         "approvals.get",
-        "Whether a call held for approval (`approval.pending`, details.approval_id) was approved or rejected. "
-        "Once approved, make the same call again and it runs.",
+        "Check on a call of yours that was held for a person's approval: use it after a tool answered "
+        "`approval.pending` with an approval_id. `status` is pending, approved, rejected or used (it ran); once it "
+        "ran, `result` is the call's answer (`output`) or its `error`. An approved call runs by itself: do not "
+        'send it again. Example: {"approval_id": "9f2c4e1ab0d34c65a1f0e2d3c4b5a697"}',
         {"approval_id": SHORT},
         ["approval_id"],
         adapter=ADAPTER_ID,
@@ -54,14 +60,13 @@ APPROVAL_ACTIONS: tuple[Action, ...] = (
 )
 
 
-def _view(approval: Approval) -> dict[str, Any]:
-    return approval.model_dump(mode="json")
-
-
 class ApprovalsAdapter:
     """The ``approvals`` adapter."""
 
     id = ADAPTER_ID
+
+    def __init__(self, run_held: RunHeld | None = None) -> None:
+        self.run_held = run_held
 
     async def execute(self, payload: Mapping[str, Any], context: ExecutionContext) -> AdapterResult:
         """Run one approvals action."""
@@ -72,7 +77,7 @@ class ApprovalsAdapter:
         require_admin(context, company_id)
         if name == "approvals.list":
             items = await queries.list_approvals(context.store, [company_id], text_or_none(payload.get("status")))
-            return AdapterResult(output={"items": [_view(a) for a in items]})
+            return AdapterResult(output={"items": [a.admin_view() for a in items]})
         return AdapterResult(output=await self._decide(payload, context, company_id))
 
     async def _get(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> Any:
@@ -83,8 +88,9 @@ class ApprovalsAdapter:
         )
         if found is None or not mine:
             raise NotFound("Approval not found.")
-        view = _view(found)
-        return {k: view[k] for k in ("id", "action", "status", "rule", "requested_at", "decided_at", "comment")}
+        view = found.model_dump(mode="json")
+        keys = ("id", "action", "status", "rule", "requested_at", "decided_at", "comment", "ran_at", "result")
+        return {k: view[k] for k in keys}
 
     async def _decide(self, payload: Mapping[str, Any], ctx: ExecutionContext, company_id: str) -> Any:
         found = await queries.get_approval(ctx.store, str(payload["approval_id"]))
@@ -103,7 +109,13 @@ class ApprovalsAdapter:
         )
         if not moved:
             raise Conflict("This approval was already decided.")
-        return {"id": found.id, "status": status, "decided_by": by}
+        answer: dict[str, Any] = {"id": found.id, "status": status, "decided_by": by}
+        if status == "approved" and self.run_held is not None:
+            ran = await self.run_held(found.id, ctx.trace_id)
+            answer.update(ran)
+            if ran.get("ran"):
+                answer["status"] = "used"
+        return answer
 
 
 def text_or_none(value: Any) -> str | None:
@@ -111,8 +123,8 @@ def text_or_none(value: Any) -> str | None:
     return str(value) if isinstance(value, str) and value else None
 
 
-def register_approvals(catalogue: Catalogue) -> None:
-    """Add the approvals actions and their adapter."""
+def register_approvals(catalogue: Catalogue, run_held: RunHeld | None = None) -> None:
+    """Add the approvals actions and their adapter (``run_held`` runs a call once it is approved)."""
     for action in APPROVAL_ACTIONS:
         catalogue.add(action)
-    catalogue.add_adapter(ApprovalsAdapter())
+    catalogue.add_adapter(ApprovalsAdapter(run_held))

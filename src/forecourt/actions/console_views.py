@@ -296,6 +296,7 @@ class ConsoleViews:
 
     async def _import(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> Any:
         from forecourt.inventory_import import import_feed
+        from forecourt.inventory_import.watch import reporter
 
         company_id = str(payload["company_id"])
         dealership = await one_dealership(ctx.store, ctx, company_id, str(payload["dealership_id"]))
@@ -307,6 +308,7 @@ class ConsoleViews:
             full=bool(payload.get("full", False)),
             now=ctx.now,
             filename=filename,
+            progress=reporter(),
         )
         return report.model_dump(mode="json")
 

@@ -68,7 +68,13 @@ class ApprovalRule(BaseModel):
 
 
 class Approval(BaseModel):
-    """A call waiting for (or given) a person's approval; the same call made again after approval runs once."""
+    """A call waiting for (or given) a person's approval.
+
+    ``held`` keeps what is needed to run the call once it is approved (its full input, where it was addressed,
+    and the authority of the caller who made it); it is erased when the call runs or is rejected. ``result`` is
+    the held call's answer once it ran on approval: ``{"result_type", "output"}`` or ``{"error"}``, read by the
+    caller through ``approvals.get``. Neither is shown to administrators (they see ``args_redacted``).
+    """
 
     id: str
     company_id: str
@@ -84,3 +90,21 @@ class Approval(BaseModel):
     decided_at: datetime | None = None
     decided_by: str | None = None
     comment: str = ""
+    held: dict[str, Any] | None = None
+    result: dict[str, Any] | None = None
+    ran_at: datetime | None = None
+
+    def admin_view(self) -> dict[str, Any]:
+        """The record as an administrator sees it: the redacted arguments and how the run ended, never the held
+        input or the caller's result."""
+        view = self.model_dump(mode="json", exclude={"held", "result"})
+        view["outcome"] = _outcome(self.result)
+        return view
+
+
+def _outcome(result: dict[str, Any] | None) -> str | None:
+    """``ok``, the error code of a held call that ran and failed, or ``None`` before it ran."""
+    if result is None:
+        return None
+    error = result.get("error")
+    return str(error.get("code", "error")) if isinstance(error, dict) else "ok"

@@ -1,16 +1,20 @@
 """The approval stage: a policy's ``require_approval`` rules hold named side-effect calls for a person.
 
-An agent's call that matches a rule is not run: an approval record is stored and the call answers
-``approval.pending`` (with the ``approval_id``). A person approves or rejects it in the console
-(``approvals.decide``). The same call made again (same member, action and arguments) then runs once if it
-was approved, or answers ``approval.rejected``; while undecided it keeps answering ``approval.pending``.
-Operators (internal principals) and people signed in to the console are never held.
+An agent's call that matches a rule is not run: an approval record keeps the call (its input, where it was
+addressed and the caller's authority) and the call answers ``approval.pending`` with the ``approval_id``. A
+person approves or rejects it in the console (``approvals.decide``). An approved call then runs at once, as the
+agent that made it (``gateway/held_calls.py``), and its answer is kept for the agent to read with
+``approvals.get`` — the agent does not send it again. The same call made again while it waits answers the same
+``approval.pending``; after a rejection it answers ``approval.rejected`` once. Operators (internal principals) and
+people signed in to the console are never held.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -20,6 +24,32 @@ from forecourt.domain.tenancy import MemberKind, Policy
 from forecourt.errors import ApprovalPending, ApprovalRejected
 from forecourt.gateway.base import Principal
 from forecourt.gateway.redact import PII_KEYS, digest, redact_for_audit
+
+_RUNNING: ContextVar[str | None] = ContextVar("forecourt_running_approval", default=None)
+
+
+@contextmanager
+def running(approval_id: str) -> Iterator[None]:
+    """Within this block the approved call ``approval_id`` passes the gate (the only way an approved call runs)."""
+    token = _RUNNING.set(approval_id)
+    try:
+        yield
+    finally:
+        _RUNNING.reset(token)
+
+
+def authority(principal: Principal) -> dict[str, Any]:
+    """What an approved call needs to run later as the caller who made it (never more than the caller had)."""
+    return {
+        "method": principal.method,
+        "member_id": principal.member_id,
+        "profile_id": principal.profile_id,
+        "scopes": sorted(principal.scopes),
+        "dealership_ids": sorted(principal.dealership_ids),
+        "key_prefix": principal.key_prefix,
+        "subject": principal.subject,
+        "toolset": principal.member.toolset if principal.member is not None else None,
+    }
 
 
 def matching_rule(action: Action, payload: Mapping[str, Any], policies: list[Policy]) -> str | None:
@@ -68,6 +98,7 @@ class ApprovalGate:
         dealership_id: str | None,
         policies: list[Policy],
         surface: str,
+        idempotency_key: str | None = None,
     ) -> None:
         """Return when the call may run; raise :class:`ApprovalPending` or :class:`ApprovalRejected` otherwise."""
         if not action.side_effect or not held(principal) or principal.company_id is None:
@@ -79,9 +110,9 @@ class ApprovalGate:
         found = await self.book.find(principal.company_id, principal.member_id, action.name, args)
         now = self.clock()
         if found is not None and found.status == "approved":
-            if await self.book.move(found.id, expect="approved", status="used", at=now):
+            if _RUNNING.get() == found.id and await self.book.move(found.id, expect="approved", status="used", at=now):
                 return
-            found = None
+            raise ApprovalPending(details={"approval_id": found.id, "rule": found.rule})
         if found is not None and found.status == "rejected":
             await self.book.move(found.id, expect="rejected", status="used", at=now)
             raise ApprovalRejected(details={"approval_id": found.id})
@@ -97,6 +128,12 @@ class ApprovalGate:
                 rule=rule[:200],
                 surface=surface,
                 requested_at=now,
+                held={
+                    "payload": dict(payload),
+                    "dealership_id": dealership_id,
+                    "idempotency_key": idempotency_key,
+                    "authority": authority(principal),
+                },
             )
             await self.book.add(found)
         raise ApprovalPending(details={"approval_id": found.id, "rule": found.rule})

@@ -12,7 +12,7 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
@@ -236,9 +236,6 @@ class Gateway:
             await self._authorize(action, payload, principal, dealership, inv, call)
         with self._span(call, "gateway.rate_limit"):
             decision = await self._rate_limit(action, principal, call)
-        if self.approvals is not None and action.side_effect:
-            policies = await self.tenancy.policies(principal.company_id)
-            await self.approvals.check(action, payload, principal, call.dealership_id, policies, inv.surface)
         return await self._execute_guarded(call, action, payload, principal, dealership, decision)
 
     @staticmethod
@@ -377,8 +374,14 @@ class Gateway:
             payload.get("idempotency_key") if isinstance(payload.get("idempotency_key"), str) else None
         )
 
-        def run() -> Awaitable[AdapterResult]:
-            return self._execute(call, action, payload, principal, dealership)
+        async def run() -> AdapterResult:
+            if self.approvals is not None and action.side_effect:
+                # After the idempotency key is taken: a retry of a call that ran on approval gets its answer.
+                policies = await self.tenancy.policies(principal.company_id)
+                await self.approvals.check(
+                    action, payload, principal, call.dealership_id, policies, call.inv.surface, idem_key
+                )
+            return await self._execute(call, action, payload, principal, dealership)
 
         def span(name: str) -> AbstractContextManager[Any]:
             return self._span(call, name)

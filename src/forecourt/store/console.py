@@ -214,10 +214,23 @@ async def set_approval_status(
     values: dict[str, Any] = {"status": status}
     if by is not None:
         values.update(decided_at=at, decided_by=by, comment=comment or "")
+    if status == "rejected":
+        values["held"] = None  # a rejected call never runs: its input is not kept
     stmt = sa.update(approvals).where(_A.id == approval_id, _A.status == expect).values(**values)
     async with store.transaction() as uow:
         result = await _conn(uow).execute(stmt)
     return bool(result.rowcount)
+
+
+async def finish_approval(store: Store, approval_id: str, result: dict[str, Any], at: datetime) -> None:
+    """Keep a held call's answer once it ran on approval; the record is used and its held input erased."""
+    stmt = (
+        sa.update(approvals)
+        .where(_A.id == approval_id, _A.status.in_(("approved", "used")))
+        .values(status="used", held=None, result=result, ran_at=at)
+    )
+    async with store.transaction() as uow:
+        await _conn(uow).execute(stmt)
 
 
 class SqlApprovals:
@@ -233,6 +246,14 @@ class SqlApprovals:
     async def add(self, approval: Approval) -> None:
         """Store a new pending record."""
         await add_approval(self.store, approval)
+
+    async def get(self, approval_id: str) -> Approval | None:
+        """One record."""
+        return await get_approval(self.store, approval_id)
+
+    async def finish(self, approval_id: str, result: dict[str, Any], at: datetime) -> None:
+        """Keep the held call's answer (``finish_approval``)."""
+        await finish_approval(self.store, approval_id, result, at)
 
     async def move(self, approval_id: str, *, expect: str, status: str, at: datetime) -> bool:
         """Move a record from ``expect`` to ``status`` (atomically)."""

@@ -23,6 +23,9 @@ approvals = sa.Table(
     sa.Column("decided_at", UtcDateTime()),
     sa.Column("decided_by", sa.String()),
     sa.Column("comment", sa.String(), nullable=False),
+    sa.Column("held", JSONType),
+    sa.Column("result", JSONType),
+    sa.Column("ran_at", UtcDateTime()),
     sa.Index("ix_approvals_company_status", "company_id", "status", "requested_at"),
     sa.Index("ix_approvals_lookup", "company_id", "member_id", "action", "args_digest"),
 )

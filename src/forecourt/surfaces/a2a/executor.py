@@ -54,7 +54,7 @@ def _pending_task(context: RequestContext, exc: ApprovalPending) -> Task:
         "code": exc.code,
         "message": exc.message,
         "approval_id": exc.details.get("approval_id"),
-        "retryable": True,
+        "retryable": exc.retryable,
     }
     message = new_message(
         parts=[new_data_part(note, media_type="application/json")],

@@ -40,7 +40,7 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]  # no stubs installed
 
-from forecourt.errors import ApprovalPending, ForecourtError, InternalError, InvalidParams
+from forecourt.errors import ApprovalPending, ApprovalRejected, ForecourtError, InternalError, InvalidParams
 from forecourt.gateway.base import Invocation, Outcome, Principal
 from forecourt.gateway.pipeline import Gateway
 
@@ -161,8 +161,13 @@ class GatewayTaskExecutor(AgentExecutor):
         await updater.start_work()
         if waiting and run:
             outcome = await self._complete_user_task(context, principal, run, data)
+        elif waiting and held and held.get("approval_id"):
+            # A call a policy held runs on approval by itself: continuing the task reads how it ended.
+            found = await self._held_outcome(context, updater, principal, held)
+            if found is None:
+                return
+            outcome = found
         else:
-            # A call a policy held for approval is sent again as it was when the task is continued.
             request = parse_request(held if waiting and held else data)
             try:
                 outcome = await self._invoke(context, principal, request.action, request.payload, request.claimed_type)
@@ -174,14 +179,37 @@ class GatewayTaskExecutor(AgentExecutor):
     async def _hold(
         self, context: RequestContext, updater: TaskUpdater, request: Request, exc: ApprovalPending
     ) -> None:
-        """``input-required`` until a person approves: the status names the approval; any later message on the
-        task sends the held call again (it then runs, is still pending, or is rejected)."""
+        """``input-required`` until a person decides: the status names the approval. The held call runs on approval
+        (``gateway/held_calls.py``); any later message on the task reads how it ended (``approvals.get``): the
+        task completes with its answer, fails with its error or ``approval.rejected``, or stays waiting."""
         task_id, context_id = str(context.task_id), str(context.context_id)
         action: Any = {"name": request.action, "type": request.claimed_type} if request.claimed_type else request.action
-        held = {"action": action, "payload": request.payload}
+        held = {"action": action, "approval_id": exc.details.get("approval_id")}
         await updater.add_artifact([_part(held)], artifact_id=f"{task_id}-held", name="held")
         note = {"type": "approval.pending", **exc.to_dict(), "approval_id": exc.details.get("approval_id")}
         await updater.requires_input(_message(task_id, context_id, note))
+
+    async def _held_outcome(
+        self, context: RequestContext, updater: TaskUpdater, principal: Principal, held: dict[str, Any]
+    ) -> Outcome | None:
+        """The answer of a held call that ran on approval; ``None`` when the task stays or ends otherwise."""
+        task_id, context_id = str(context.task_id), str(context.context_id)
+        approval_id = str(held["approval_id"])
+        view = (await self._invoke(context, principal, "approvals.get", {"approval_id": approval_id})).output
+        status, result = view.get("status"), view.get("result")
+        if status in ("pending", "approved"):
+            note = {"type": "approval.pending", **ApprovalPending().to_dict(), "approval_id": approval_id}
+            await updater.requires_input(_message(task_id, context_id, note))
+            return None
+        if status == "used" and isinstance(result, dict) and "output" in result:
+            action = held.get("action")
+            name = str(action.get("name") if isinstance(action, dict) else action)
+            return Outcome(action=name, result_type=str(result.get("result_type") or name), output=result["output"])
+        error = result.get("error") if isinstance(result, dict) else None
+        if not isinstance(error, dict):
+            error = ApprovalRejected(details={"approval_id": approval_id}).to_dict()
+        await updater.failed(_message(task_id, context_id, {"error": error}))
+        return None
 
     async def _invoke(
         self,

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 from starlette.datastructures import UploadFile
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from forecourt.errors import ForecourtError, InvalidParams
-from forecourt.surfaces.console.core import Page
+from forecourt.inventory_import.watch import reporting
+from forecourt.surfaces.console.core import SECURITY_HEADERS, Page
+
+logger = logging.getLogger(__name__)
 
 MAX_FEED_BYTES = 4_000_000
 
@@ -60,7 +68,12 @@ async def inventory(page: Page) -> Response:
 
 
 async def upload(page: Page) -> Response:
-    """Import an uploaded feed; answers the report (the fragment alone for the progress-bar script)."""
+    """Import an uploaded feed; answers the report (the fragment alone for the progress-bar script).
+
+    With ``X-Console-Progress: 1`` the answer streams as JSON lines while the import runs: one
+    ``{"phase": "import", "done": n, "total": m}`` per batch written, then ``{"phase": "done", "html": report}``
+    or ``{"phase": "error", "code", "message"}`` (the console script draws the bar from them).
+    """
     assert page.form is not None
     feed = page.form.get("feed")
     if not isinstance(feed, UploadFile):
@@ -75,10 +88,55 @@ async def upload(page: Page) -> Response:
         "filename": (feed.filename or "feed.csv")[:200],
         "full": page.field("full") == "on",
     }
+    if page.request.headers.get("x-console-progress") == "1":
+        return StreamingResponse(
+            _import_lines(page, payload), media_type="application/x-ndjson", headers=SECURITY_HEADERS
+        )
     report = await page.call("console.inventory.import", payload)
     if page.request.headers.get("x-console-fragment") == "1":
         return page.render("_import_report.html", report=report)
     return page.render("inventory.html", rooftops=await _rooftops(page), report=report, active="inventory")
+
+
+async def _import_lines(page: Page, payload: dict[str, Any]) -> AsyncIterator[bytes]:
+    """The import's progress as it runs, then its report: JSON lines for the console's progress bar."""
+    lines: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    def progress(done: int, total: int) -> None:
+        lines.put_nowait({"phase": "import", "done": done, "total": total})
+
+    async def run() -> Any:
+        with reporting(progress):
+            return await page.call("console.inventory.import", payload)
+
+    task = asyncio.create_task(run(), name="console-import")
+    try:
+        while not task.done():
+            waiter = asyncio.ensure_future(lines.get())
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            if waiter.done():
+                yield orjson.dumps(waiter.result()) + b"\n"
+            else:
+                waiter.cancel()
+        while not lines.empty():
+            yield orjson.dumps(lines.get_nowait()) + b"\n"
+        try:
+            report = task.result()
+        except ForecourtError as exc:
+            yield orjson.dumps({"phase": "error", "code": exc.code, "message": exc.message}) + b"\n"
+            return
+        except Exception:  # top of the surface: the client gets a line, the log the cause
+            logger.exception("console feed import failed")
+            yield orjson.dumps({"phase": "error", "code": "internal", "message": "The import failed."}) + b"\n"
+            return
+        html = page.core.env.get_template("_import_report.html").render(report=report, page=page)
+        yield orjson.dumps({"phase": "done", "html": html}) + b"\n"
+    finally:
+        # A client that goes away ends the import; it writes in one transaction, so nothing is half-written.
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
 
 
 async def approvals(page: Page) -> Response:
@@ -132,6 +190,9 @@ async def decide_held(page: Page) -> Response:
         "comment": page.field("comment")[:500],
     }
     result = await page.call("approvals.decide", payload)
+    if result.get("ran"):
+        ended = "it ran" if result.get("outcome") == "ok" else f"it ran and failed: {result.get('outcome')}"
+        return page.redirect("approvals", flash=f"Call approved; {ended}.")
     return page.redirect("approvals", flash=f"Call {result['status']}.")
 
 
