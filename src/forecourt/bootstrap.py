@@ -253,12 +253,13 @@ def _register_console_actions(catalogue: Catalogue, gateway: Gateway, *, service
     from forecourt.store.console import SqlApprovals
 
     book = SqlApprovals(services_store)
-    held = HeldCalls(services_store, book, gateway.invoke, gateway.clock)
+    gate = ApprovalGate(book, gateway.clock)
+    held = HeldCalls(services_store, book, gateway.invoke, gateway.clock, gate.on_ran)
     register_console_views(catalogue, gateway)
     register_console_leads(catalogue)
     register_approvals(catalogue, held.run)
     register_policy_preflight(catalogue, gateway)
-    gateway.approvals = ApprovalGate(book, gateway.clock)
+    gateway.approvals = gate
 
 
 def _routes(services: Services) -> tuple[list[BaseRoute], list[Middleware]]:

@@ -516,7 +516,7 @@ async def test_a_task_started_on_one_replica_is_read_answered_and_finished_on_an
     assert back.status.state == TaskState.TASK_STATE_COMPLETED
 
 
-async def test_a_call_a_policy_holds_waits_in_input_required_runs_on_approval_and_the_task_then_completes(
+async def test_a_call_a_policy_holds_waits_in_input_required_and_its_task_completes_by_itself_on_approval(
     agent_b: Agent, http: httpx.AsyncClient
 ) -> None:
     url = agent_b.server.url
@@ -526,25 +526,36 @@ async def test_a_call_a_policy_holds_waits_in_input_required_runs_on_approval_an
     assert (await http.put(url + policy, json={"require_approval": [rule]}, headers=admin)).status_code == 200
     stored = await http.post(url + "/mcp/embedding.create", json={"payload": {"input": "a note to delete"}})
     vector_id = stored.json()["result"]["output"]["data"][0]["id"]
+    webhook = Webhook()
     client = await _client(http, agent_b, "JSONRPC")
     try:
-        held = _task(await _send(client, {"action": "embedding.delete", "payload": {"id": vector_id}}))
+        secret = "held-webhook-secret-0123456789"
+        push = TaskPushNotificationConfig(url=webhook.server.url + "/hook", token=secret)
+        config = SendMessageConfiguration(task_push_notification_config=push)
+        action = {"action": "embedding.delete", "payload": {"id": vector_id}}
+        held = _task(await _send(client, action, configuration=config))
         note = get_data_parts(list(held.status.message.parts))[0]
-        decide = {"company_id": MOTOR, "approval_id": note["approval_id"], "decision": "approve"}
         early = _task(await _send(client, {"data": {}}, task_id=held.id, context_id=held.context_id))
+        pushed_before = len(webhook.received)
+        decide = {"company_id": MOTOR, "approval_id": note["approval_id"], "decision": "approve"}
         decided = await http.post(url + "/mcp/approvals.decide", json={"payload": decide}, headers=admin)
         gone = await http.post(url + "/mcp/embedding.get", json={"payload": {"id": vector_id}})
-        done = _task(await _send(client, {"data": {}}, task_id=held.id, context_id=held.context_id))
+        # Nothing more is sent on the task: it ended when the call ran.
+        done = await client.get_task(GetTaskRequest(id=held.id))
+        await wait_for(lambda: any(b"TASK_STATE_COMPLETED" in body for body, _ in webhook.received[pushed_before:]))
     finally:
         await client.close()
+        webhook.server.stop()
         await http.put(url + policy, json={"require_approval": []}, headers=admin)
     assert held.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
     assert note["code"] == "approval.pending"
+    assert _artifact(held, "held") == [{"action": "embedding.delete", "approval_id": note["approval_id"]}]
     assert early.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
     assert get_data_parts(list(early.status.message.parts))[0]["approval_id"] == note["approval_id"]
     assert decided.status_code == 200, decided.text
     assert decided.json()["result"]["output"]["outcome"] == "ok"
-    assert gone.status_code == 404  # it ran on approval, before the task was continued
+    assert gone.status_code == 404
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
-    result = next(a for a in done.artifacts if a.name == "result")
-    assert get_data_parts(list(result.parts))[0]["type"] == "knowledge.vector_deleted"
+    assert _artifact(done, "result")[0]["type"] == "knowledge.vector_deleted"
+    body, headers = next(r for r in webhook.received if b"TASK_STATE_COMPLETED" in r[0])
+    assert verify(secret, body, headers[SIGNATURE_HEADER.lower()])

@@ -12,7 +12,7 @@ people signed in to the console are never held.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
@@ -22,7 +22,7 @@ from forecourt.actions.base import Action
 from forecourt.domain.approvals import Approval
 from forecourt.domain.tenancy import MemberKind, Policy
 from forecourt.errors import ApprovalPending, ApprovalRejected
-from forecourt.gateway.base import Principal
+from forecourt.gateway.base import Invocation, Principal
 from forecourt.gateway.redact import PII_KEYS, digest, redact_for_audit
 
 _RUNNING: ContextVar[str | None] = ContextVar("forecourt_running_approval", default=None)
@@ -83,12 +83,19 @@ class ApprovalBook(Protocol):
         ...
 
 
+RanListener = Callable[[Approval, dict[str, Any]], Awaitable[None]]
+"""``listener(approval, result)`` once a held call ran on approval (``result``: ``{result_type, output}`` or
+``{error}``)."""
+
+
 class ApprovalGate:
     """Checks each side-effect call against the company's approval rules and the stored approvals."""
 
     def __init__(self, book: ApprovalBook, clock: Callable[[], datetime]) -> None:
         self.book = book
         self.clock = clock
+        self.on_ran: list[RanListener] = []
+        """Told when a held call ran on approval (the A2A gateway agent then ends the task that waited)."""
 
     async def check(
         self,
@@ -97,7 +104,7 @@ class ApprovalGate:
         principal: Principal,
         dealership_id: str | None,
         policies: list[Policy],
-        surface: str,
+        inv: Invocation,
         idempotency_key: str | None = None,
     ) -> None:
         """Return when the call may run; raise :class:`ApprovalPending` or :class:`ApprovalRejected` otherwise."""
@@ -126,12 +133,13 @@ class ApprovalGate:
                 args_digest=args,
                 args_redacted=redact_for_audit(dict(payload), action.input_schema, PII_KEYS),
                 rule=rule[:200],
-                surface=surface,
+                surface=inv.surface,
                 requested_at=now,
                 held={
                     "payload": dict(payload),
                     "dealership_id": dealership_id,
                     "idempotency_key": idempotency_key,
+                    "request_id": inv.request_id,
                     "authority": authority(principal),
                 },
             )

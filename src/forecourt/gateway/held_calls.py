@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, cast
 
 from forecourt.domain.approvals import Approval
 from forecourt.errors import Expired, ForecourtError, InternalError, Unauthorized
-from forecourt.gateway.approvals import running
+from forecourt.gateway.approvals import RanListener, running
 from forecourt.gateway.auth.common import require_usable_member
 from forecourt.gateway.base import AuthMethod, Invocation, Outcome, Principal, Surface
 from forecourt.store.base import Store
@@ -44,11 +44,19 @@ class HeldBook(Protocol):
 class HeldCalls:
     """Runs approved calls as their callers (bootstrap wires it to ``approvals.decide``)."""
 
-    def __init__(self, store: Store, book: HeldBook, invoke: Invoke, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        book: HeldBook,
+        invoke: Invoke,
+        clock: Callable[[], datetime],
+        listeners: Sequence[RanListener] = (),
+    ) -> None:
         self.store = store
         self.book = book
         self.invoke = invoke
         self.clock = clock
+        self.listeners = listeners
 
     async def run(self, approval_id: str, trace_id: str | None = None) -> dict[str, Any]:
         """Run the approved call ``approval_id``; its outcome as the approver sees it (``ok`` or an error code)."""
@@ -77,6 +85,11 @@ class HeldCalls:
             logger.exception("a held call failed to run on approval (approval %s)", approval.id)
             result = {"error": InternalError().to_dict()}
         await self.book.finish(approval.id, result, self.clock())
+        for listener in self.listeners:
+            try:
+                await listener(approval, result)
+            except Exception:  # the call ran and its answer is kept; a listener's failure must not hide that
+                logger.exception("a listener failed after a held call ran (approval %s)", approval.id)
         error = result.get("error")
         return {"ran": True, "outcome": error["code"] if error else "ok"}
 

@@ -378,9 +378,7 @@ class Gateway:
             if self.approvals is not None and action.side_effect:
                 # After the idempotency key is taken: a retry of a call that ran on approval gets its answer.
                 policies = await self.tenancy.policies(principal.company_id)
-                await self.approvals.check(
-                    action, payload, principal, call.dealership_id, policies, call.inv.surface, idem_key
-                )
+                await self.approvals.check(action, payload, principal, call.dealership_id, policies, call.inv, idem_key)
             return await self._execute(call, action, payload, principal, dealership)
 
         def span(name: str) -> AbstractContextManager[Any]:

@@ -43,6 +43,7 @@ from forecourt.outbound_urls import guarded_transport
 from forecourt.settings import Settings
 from forecourt.surfaces.a2a.app import push_url_validator
 from forecourt.surfaces.a2a.push import SignedPushSender
+from forecourt.surfaces.a2a.task_ends import TaskEnds
 from forecourt.surfaces.a2a.task_executor import GatewayTaskExecutor
 
 logger = logging.getLogger(__name__)
@@ -174,6 +175,10 @@ class GatewayAgentSurface:
         )
         self.push_sender = SignedPushSender(self.http, self.push_store, validator)
         self.executor = GatewayTaskExecutor(gateway)
+        # A call a policy held ends its waiting task as soon as it runs on approval (any replica may decide).
+        self.ends = TaskEnds(self.task_store, self.events, self.push_sender)
+        if gateway.approvals is not None:
+            gateway.approvals.on_ran.append(self.ends.held_ran)
         self.handler = DefaultRequestHandler(
             agent_executor=self.executor,
             task_store=self.task_store,
@@ -193,6 +198,8 @@ class GatewayAgentSurface:
 
     async def close(self) -> None:
         """Drain running tasks and close the webhook client."""
+        if self.gateway.approvals is not None and self.ends.held_ran in self.gateway.approvals.on_ran:
+            self.gateway.approvals.on_ran.remove(self.ends.held_ran)
         await self.handler.aclose()
         await self.http.aclose()
 
