@@ -13,7 +13,8 @@ connect-time check covers data saved before these rules).
 At *connect* time DNS may have changed. :func:`guarded_transport` is an ``httpx`` transport whose every
 TCP connection resolves the host once, checks every address, and connects to the checked address (TLS
 still verifies the certificate against the host name), so a name that rebinds to ``169.254.169.254``
-between the check and the connection is still refused.
+between the check and the connection is still refused. :mod:`forecourt.outbound_aiohttp` does the same for
+``aiohttp`` sessions (tritonclient's).
 """
 
 from __future__ import annotations

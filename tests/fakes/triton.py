@@ -65,6 +65,8 @@ class FakeTriton:
         self.faults.release()
         self.faults = Faults()
         self.infer_requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []
+        """The path of every request that arrived, in order."""
         self.headers_seen: list[dict[str, str]] = []
         self.metadata_requests = 0
         self.ready = True
@@ -148,7 +150,18 @@ class FakeTriton:
         words = f"Triton says: {prompt}".split()[:max_tokens]
         return [{"name": "text_output", "datatype": "BYTES", "shape": [1, 1], "data": [" ".join(words)]}]
 
-    def app(self) -> Starlette:
+    def app(self) -> Any:
+        """The ASGI app: the routes, behind a log of every request's path."""
+        routes = self.routes()
+
+        async def logged(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                self.paths.append(str(scope["path"]))
+            await routes(scope, receive, send)
+
+        return logged
+
+    def routes(self) -> Starlette:
         infer = self.infer
         return Starlette(
             routes=[

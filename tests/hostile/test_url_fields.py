@@ -263,3 +263,54 @@ async def test_a_company_vertex_endpoint_is_connected_only_at_a_checked_address(
     finally:
         await pinned.aclose()
         await trusted.aclose()
+
+
+async def test_a_company_triton_url_is_connected_only_at_a_checked_address(
+    listener: tuple[int, list[bytes]],
+) -> None:
+    """tritonclient runs on aiohttp: a company's Triton client checks names and address literals when connecting."""
+    from forecourt.adapters.models.nvidia import TritonBackend
+
+    port, hits = listener
+    backend = TritonBackend()
+    try:
+        for url in (f"http://localhost:{port}", f"http://127.0.0.1:{port}", f"http://[::ffff:127.0.0.1]:{port}"):
+            with pytest.raises(UnsafeTarget):
+                await backend.client(url, 5.0, pin=False).is_server_live()
+        assert hits == []
+        assert await backend.client(f"http://localhost:{port}", 5.0).is_server_live()  # the operator's: trusted
+        assert len(hits) == 1
+    finally:
+        await backend.aclose()
+
+
+@pytest.fixture
+async def redirector(listener: tuple[int, list[bytes]]) -> AsyncIterator[int]:
+    """A loopback server that redirects every request to the listener's address literal."""
+    target = f"http://127.0.0.1:{listener[0]}/"
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1024)
+        writer.write(f"HTTP/1.1 307 Temporary Redirect\r\nlocation: {target}\r\ncontent-length: 0\r\n\r\n".encode())
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_an_aiohttp_redirect_to_a_private_address_literal_is_refused(
+    listener: tuple[int, list[bytes]], redirector: int
+) -> None:
+    """Literals never reach aiohttp's resolver: each request's literal host, redirects included, is checked."""
+    from forecourt.outbound_aiohttp import guarded_session
+
+    _, hits = listener
+    async with guarded_session(allow_private=False, allowed_hosts=("localhost",)) as session:
+        with pytest.raises(UnsafeTarget):
+            await session.get(f"http://localhost:{redirector}/")
+    assert hits == []

@@ -7,6 +7,7 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,9 +69,11 @@ def fakes(running_fakes: Fakes, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fak
 
 
 @asynccontextmanager
-async def running_rig(template: tuple[Path, dict[str, str]], config_dir: Path, tmp_path: Path) -> AsyncIterator[Rig]:
-    """The app on a copy of the template database, with the given adapter files."""
-    made = await start_rig(template[0], template[1], tmp_path, config_dir)
+async def running_rig(
+    template: tuple[Path, dict[str, str]], config_dir: Path, tmp_path: Path, **settings: Any
+) -> AsyncIterator[Rig]:
+    """The app on a copy of the template database, with the given adapter files (and settings)."""
+    made = await start_rig(template[0], template[1], tmp_path, config_dir, **settings)
     try:
         yield made
     finally:

@@ -87,16 +87,25 @@ class TritonBackend:
         self._clients: LoopLocal[Any] = LoopLocal(lambda c: c.close())
         self._outputs: dict[str, tuple[float, list[str]]] = {}
 
-    def client(self, url: str, timeout_s: float) -> Any:
-        """The ``tritonclient.http.aio`` client for ``url`` (``http(s)://host:port[/prefix]``)."""
-        import tritonclient.http.aio as triton_aio  # type: ignore[import-untyped]
+    def client(self, url: str, timeout_s: float, *, pin: bool | None = None) -> Any:
+        """The ``tritonclient.http.aio`` client for ``url`` (``http(s)://host:port[/prefix]``).
 
+        ``pin`` (a company's URL: whether private targets are allowed) makes every connection resolve the host once
+        and go only to the checked address; ``None`` (the operator's own Triton) is trusted.
+        """
         parts = urlsplit(url)
-        target = parts.netloc + parts.path.rstrip("/")
-        return self._clients.get(
-            f"{url}|{timeout_s}",
-            lambda: triton_aio.InferenceServerClient(url=target, ssl=parts.scheme == "https", conn_timeout=timeout_s),
-        )
+        target, ssl = parts.netloc + parts.path.rstrip("/"), parts.scheme == "https"
+
+        def build() -> Any:
+            if pin is not None:
+                from forecourt.adapters.models.triton_pinned import PinnedTritonClient
+
+                return PinnedTritonClient(target, conn_timeout=timeout_s, ssl=ssl, allow_private=pin)
+            import tritonclient.http.aio as triton_aio  # type: ignore[import-untyped]
+
+            return triton_aio.InferenceServerClient(url=target, ssl=ssl, conn_timeout=timeout_s)
+
+        return self._clients.get(f"{url}|{timeout_s}|{pin}", build)
 
     async def output_names(self, client: Any, model: str, version: str, headers: Mapping[str, str]) -> list[str]:
         """The model's output tensor names, from its metadata (cached for a few minutes)."""
@@ -191,7 +200,8 @@ class NvidiaAdapter:
     async def triton_client(self, context: ExecutionContext) -> tuple[str, Any, dict[str, str]]:
         """The Triton endpoint of this call, its client, and the call's credential headers."""
         url = await self.endpoint(context, "triton", "url")
-        return url, self.triton.client(url, self.timeout(context)), auth_headers(context.credential)
+        client = self.triton.client(url, self.timeout(context), pin=self.pinned.get(url))
+        return url, client, auth_headers(context.credential)
 
     async def execute(self, payload: Mapping[str, Any], context: ExecutionContext) -> AdapterResult:
         """Run the action: an inference on the chosen backend, or a versioning or fine-tuning action."""
@@ -333,11 +343,10 @@ class NvidiaAdapter:
 
     async def ready(self, context: ExecutionContext) -> bool:
         """Whether the configured Triton server reports ready (``GET /v2/health/ready``)."""
-        url = await self.endpoint(context, "triton", "url")
-        client = self.triton.client(url, self.timeout(context))
+        _url, client, headers = await self.triton_client(context)
         try:
             with triton_errors():
-                return bool(await client.is_server_ready(headers=auth_headers(context.credential)))
+                return bool(await client.is_server_ready(headers=headers))
         except UpstreamError:
             return False
 
