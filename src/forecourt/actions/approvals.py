@@ -40,8 +40,11 @@ APPROVAL_ACTIONS: tuple[Action, ...] = (
     ),
     console_action(
         "approvals.get",
-        "Whether a call held for approval (`approval.pending`, details.approval_id) was approved or rejected. "
-        "Once approved, make the same call again and it runs.",
+        (
+            "Whether a call held for approval (`approval.pending`, details.approval_id) was approved or rejected. "
+            "Once approved, make the same call again and it runs. Use it after a call was answered with "
+            "approval.pending."
+        ),
         {"approval_id": SHORT},
         ["approval_id"],
         adapter=ADAPTER_ID,
@@ -50,6 +53,7 @@ APPROVAL_ACTIONS: tuple[Action, ...] = (
         domain="approvals",
         scope="",
         title="Check whether a held call was approved",
+        example={"approval_id": "apr_0001"},
     ),
 )
 
