@@ -14,9 +14,12 @@ from typing import Any
 import mcp_types as types
 import pytest
 from mcp import MCPError
-from mcp_support import TOYOTA, LiveServer, Template, http_client, mcp_client
+from mcp_support import MOTOR, TOYOTA, LiveServer, Template, http_client, mcp_client, settings_for
+from pydantic import ValidationError
 
-from forecourt.surfaces.mcp.tokens import count_tokens, list_json
+from forecourt.domain.tenancy import Policy
+from forecourt.store import open_store_url
+from forecourt.surfaces.mcp.tokens import ENCODINGS, count_tokens, list_json, o200k_vocab_file, token_counts
 from forecourt.surfaces.mcp.toolsets import LLM_NAME, llm_name, llm_names
 from forecourt.surfaces.mcp.views import VEHICLE
 
@@ -87,8 +90,9 @@ async def test_the_demo_crm_agents_tools_list_stays_within_its_token_budget(
     for url in (live.url, f"{live.url}?names=llm"):
         async with http_client(keys["crm"]) as hc, mcp_client(url, hc, mode) as client:
             tools = await _tools(client)
-        tokens = count_tokens(list_json(tools))
-        assert tokens <= CRM_BUDGET_TOKENS, f"the crm toolset's tools/list is {tokens} tokens"
+        tokens = token_counts(list_json(tools))
+        assert set(tokens) == {"cl100k_base", "o200k_base"}
+        assert all(n <= CRM_BUDGET_TOKENS for n in tokens.values()), f"the crm toolset's tools/list is {tokens}"
         for tool in tools:
             assert "$ref" not in json.dumps(tool.input_schema), tool.name
             assert "§" not in (tool.description or ""), tool.name
@@ -114,12 +118,26 @@ def test_token_counts_are_made_without_the_network(tmp_path: Path) -> None:
         "http_proxy": "http://127.0.0.1:9",
         "TIKTOKEN_CACHE_DIR": str(tmp_path / "empty-cache"),
     }
-    code = "from forecourt.surfaces.mcp.tokens import count_tokens; print(count_tokens('hello world'))"
+    code = "from forecourt.surfaces.mcp.tokens import token_counts; print(token_counts('hello world'))"
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "2"
+    assert done.stdout.strip() == "{'cl100k_base': 2, 'o200k_base': 2}"
+
+
+def test_o200k_counts_are_tiktokens_own_encoding_of_the_published_ranks() -> None:
+    text = 'Search SUVs under $35,000 — {"make": ["Toyota"], "price_max": 3500000} 日本語 🚗\n\n  end'
+    encoded = [count_tokens(text, name) for name in ENCODINGS]
+    assert encoded[0] != encoded[1]  # two different vocabularies
+    assert o200k_vocab_file().is_file()
+    # The package that ships the ranks has its own encoder: both agree, split pattern included.
+    import quicktok  # type: ignore[import-not-found]
+
+    assert encoded[1] == len(quicktok.get_encoding("o200k_base").encode(text))
+    assert count_tokens("hello world", "o200k_base") == len([24912, 2375])
+    with pytest.raises(ValueError, match="unknown encoding"):
+        count_tokens("x", "p50k_base")
 
 
 @pytest.mark.parametrize(("mode", "version"), ERAS)
@@ -222,10 +240,63 @@ def test_the_cli_lists_a_members_tools_with_bytes_and_tokens(mcp_template: Templ
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
     assert report["toolset"] == "crm"
-    assert 0 < report["tokens"] <= CRM_BUDGET_TOKENS
-    assert report["bytes"] > report["tokens"]
+    assert set(report["tokens"]) == {"cl100k_base", "o200k_base"}
+    assert all(0 < n <= CRM_BUDGET_TOKENS for n in report["tokens"].values())
+    assert report["bytes"] > max(report["tokens"].values())
+    assert all(set(t["tokens"]) == set(ENCODINGS) for t in report["per_tool"])
     assert {t["name"] for t in report["per_tool"]} >= {"inventory.search", "leads.create"}
     named = subprocess.run(
         [*command, "--names", "llm"], env=env, capture_output=True, text=True, timeout=120, check=False
     )
     assert "inventory_search" in json.loads(named.stdout)["tools"]
+
+
+async def _live_with_policy(template: Template, tmp_path: Path, toolsets: tuple[str, ...]) -> LiveServer:
+    db = template.copy_to(tmp_path)
+    store = open_store_url(f"sqlite+aiosqlite:///{db}")
+    try:
+        async with store.transaction() as uow:
+            await uow.tenancy.upsert_policy(Policy(id="toolsets", company_id=MOTOR, toolsets=toolsets))  # type: ignore[arg-type]
+    finally:
+        await store.close()
+    server = LiveServer(lambda base: settings_for(db, public_base_url=base))
+    await server.start()
+    return server
+
+
+async def test_a_policys_toolsets_are_what_a_member_without_one_is_offered(
+    mcp_template: Template, tmp_path: Path, keys: dict[str, str]
+) -> None:
+    server = await _live_with_policy(mcp_template, tmp_path, ("crm", "service"))
+    try:
+        async with http_client(keys["all"]) as hc, mcp_client(server.url, hc, "auto") as client:
+            names = {t.name for t in await _tools(client)}
+            outside = await client.call_tool("events.list", {"dealership_id": TOYOTA, "limit": 1})
+    finally:
+        server.stop()
+    assert {"leads.create", "inventory.search", "service.get_repair_order", "service.list_repair_orders"} <= names
+    assert not names & {"vertex.invokeModel", "workflow.run", "aap_inventory_search", "events.list", "db.query"}
+    assert not outside.is_error  # outside the offered tools, the gateway still decides, as for any call
+
+
+async def test_a_members_toolset_narrows_the_policys_toolsets(
+    mcp_template: Template, tmp_path: Path, keys: dict[str, str]
+) -> None:
+    server = await _live_with_policy(mcp_template, tmp_path, ("crm",))
+    try:
+        async with http_client(keys["crm_service_key"]) as hc, mcp_client(server.url, hc, "legacy") as client:
+            narrowed = {t.name for t in await _tools(client)}
+        async with http_client(keys["crm"]) as hc, mcp_client(f"{server.url}?names=llm", hc, "auto") as client:
+            crm = {t.name for t in await _tools(client)}
+    finally:
+        server.stop()
+    # service ∩ crm: consent, customers, appointments, dealer information, approvals; no repair orders, no leads
+    assert {"consent.create", "customers.get", "service.book_appointment", "dealer.information"} <= narrowed
+    assert not narrowed & {"service.get_repair_order", "service.list_repair_orders", "leads.create"}
+    assert {"leads_create", "inventory_search", "deals_request_trade_value"} <= crm
+
+
+def test_a_policy_refuses_a_toolset_that_does_not_exist() -> None:
+    with pytest.raises(ValidationError):
+        Policy(id="p", company_id=MOTOR, toolsets="sales")  # type: ignore[arg-type]
+    assert Policy(id="p", company_id=MOTOR, toolsets="crm").toolsets == ("crm",)  # type: ignore[arg-type]

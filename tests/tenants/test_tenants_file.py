@@ -98,3 +98,17 @@ def test_every_tenancy_field_has_a_place_in_the_tenants_file() -> None:
     }  # fmt: skip
     assert set(Company.model_fields) == {"id", "profile_id", "name", "oidc_issuer", "oidc_audience", "oidc_jwks_url"}
     assert set(Policy.model_fields) - {"company_id"} == set(PolicySpec.model_fields)
+
+
+def test_a_policy_names_the_toolsets_its_members_are_offered_and_unknown_ones_are_reported() -> None:
+    data = example()
+    policy = data["companies"][0]["policies"][0]
+    policy["toolsets"] = "crm"
+    doc, problems = parse_tenants(data)
+    assert problems == []
+    assert doc is not None
+    tenancy = to_tenancy(doc)
+    assert tenancy.policies[0].toolsets == ("crm",)
+    assert from_tenancy(tenancy).companies[0].policies[0].toolsets == ["crm"]
+    policy["toolsets"] = ["crm", "sales"]
+    assert "companies[0].policies[0].toolsets[1]" in _paths(data)

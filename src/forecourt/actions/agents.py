@@ -27,7 +27,8 @@ PEER_ACTIONS: tuple[Action, ...] = (
         title="Delegate to a peer agent over A2A",
         description=(
             "Send an action to a peer agent (configured per company) as an A2A task and return its final state, "
-            "artifacts and message; an input-required task comes back with its task_id for a follow-up call."
+            "artifacts and message; an input-required task comes back with its task_id for a follow-up call. Use it "
+            "to hand a task to a partner agent your company has set up (for example a finance agent)."
         ),
         input_schema=_INPUT,
         output_schema=None,
@@ -41,6 +42,7 @@ PEER_ACTIONS: tuple[Action, ...] = (
         domain="upstream",
         result_type="agents.task",
         tags=("a2a", "delegation"),
+        example={"peer": "finance", "action": "credit.prequalify", "payload": {"lead_id": "lead_tsf_0001"}},
     ),
 )
 

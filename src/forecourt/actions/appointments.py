@@ -111,34 +111,37 @@ ACTIONS = (
         "service.get_appointment",
         title="Get a service appointment",
         description=(
-            "Fetch one service appointment by `appointment_id`: kind, status (booked, waitlisted, ...), start "
-            "and end in the dealership's local offset, customer, vehicle, advisor and service codes. Fails "
-            "with service.appointment_not_found."
+            "Fetch one service appointment by `appointment_id`: kind, status (booked, waitlisted, ...), start and "
+            "end in the dealership's local offset, customer, vehicle, advisor and service codes. Fails with "
+            "service.appointment_not_found. Use it to check an appointment's time and status before confirming it "
+            "to a customer."
         ),
         input=input_schema({"appointment_id": ID}, ["appointment_id"]),
         output=output_schema(APPOINTMENT),
         scope=READ,
         tags=("service", "appointment"),
+        example={"appointment_id": "appt_tsf_sv0001"},
     ),
     dealer_action(
         "service.list_appointments",
         title="List service appointments",
         description=(
-            "List service appointments starting between `from` and `to` (RFC 3339; default: from the start of "
-            "today (UTC) for 14 days; at most 92 days), earliest first. Returns {items, next_cursor, total}; "
-            "pass next_cursor back for more."
+            "List service appointments starting between `from` and `to` (RFC 3339; default: from the start of today "
+            "(UTC) for 14 days; at most 92 days), earliest first. Returns {items, next_cursor, total}; pass "
+            "next_cursor back for more. Use it to see the service schedule for a day or a week."
         ),
         input=input_schema({"from": TIMESTAMP, "to": TIMESTAMP}, paged=True),
         output=page_schema(APPOINTMENT),
         scope=READ,
         tags=("service", "appointment"),
+        example={"from": "2026-12-01T00:00:00-08:00", "to": "2026-12-02T00:00:00-08:00"},
     ),
     dealer_action(
         "service.update_appointment",
         title="Confirm or cancel an appointment",
         description=(
             "Set an appointment's `status` to confirmed or cancelled (by `appointment_id`); answers the "
-            "appointment. Fails with service.appointment_not_found."
+            "appointment. Fails with service.appointment_not_found. Use it when the customer confirms or cancels."
         ),
         input=input_schema(
             {"appointment_id": ID, "status": {"enum": list(SETTABLE_STATUSES)}}, ["appointment_id", "status"]
@@ -147,6 +150,7 @@ ACTIONS = (
         scope=WRITE,
         side_effect=True,
         tags=("service", "appointment"),
+        example={"appointment_id": "appt_tsf_sv0001", "status": "confirmed"},
     ),
 )
 

@@ -44,10 +44,12 @@ APPROVAL_ACTIONS: tuple[Action, ...] = (
     ),
     console_action(
         "approvals.get",
-        "Check on a call of yours that was held for a person's approval: use it after a tool answered "
-        "`approval.pending` with an approval_id. `status` is pending, approved, rejected or used (it ran); once it "
-        "ran, `result` is the call's answer (`output`) or its `error`. An approved call runs by itself: do not "
-        'send it again. Example: {"approval_id": "9f2c4e1ab0d34c65a1f0e2d3c4b5a697"}',
+        (
+            "Whether a call of yours held for a person's approval was decided and, once it ran, its answer. "
+            "Use it after a call was answered with approval.pending (details.approval_id). `status` is pending, "
+            "approved, rejected or used (it ran); once it ran, `result` holds the call's `output` or its `error`. "
+            "An approved call runs by itself: do not send it again."
+        ),
         {"approval_id": SHORT},
         ["approval_id"],
         adapter=ADAPTER_ID,
@@ -56,6 +58,7 @@ APPROVAL_ACTIONS: tuple[Action, ...] = (
         domain="approvals",
         scope="",
         title="Check whether a held call was approved",
+        example={"approval_id": "apr_0001"},
     ),
 )
 

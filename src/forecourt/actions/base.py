@@ -106,6 +106,9 @@ class Action:
     ``aap.inventory.search`` against ``inventory.search``); ``None``: its own name."""
     owner_company_id: str | None = None
     """Set on actions one company brought (its upstream MCP servers' tools): nobody else may see or call them."""
+    example: Mapping[str, Any] | None = None
+    """The arguments of one typical call, shown to models after the description as ``Example: {...}`` (every MCP
+    tool has one; a test validates it against the action's input schema)."""
     also_types: tuple[ActionType, ...] = ()
     """Other seed 001 ``action.type`` values a caller may name for this action (seed 001 §8 A sends
     ``embedding.create`` as ``tool.run``; the catalogue types it ``model.invoke``)."""

@@ -125,6 +125,7 @@ def dealer_action(
     pii: bool = True,
     timeout_s: float = 5.0,
     tags: tuple[str, ...] = (),
+    example: Mapping[str, Any] | None = None,
 ) -> Action:
     """An action run by the dealer-data adapter; its domain is the scope's ``amcp:<domain>:...`` part."""
     return Action(
@@ -145,6 +146,7 @@ def dealer_action(
         dealer_scoped=True,
         domain=scope.split(":")[1],
         tags=tags,
+        example=example,
     )
 
 

@@ -27,8 +27,9 @@ def console_action(
     domain: str = "admin",
     scope: str | None = None,
     title: str | None = None,
+    example: dict[str, Any] | None = None,
 ) -> Action:
-    """An admin-domain action (never an MCP tool) run by one of the console's adapters."""
+    """An admin-domain action (an MCP tool only outside the admin domain) run by one of the console's adapters."""
     properties = {"company_id": COMPANY, **props} if company else props
     return Action(
         name=name,
@@ -50,6 +51,7 @@ def console_action(
         domain=domain,
         tags=("admin", "console"),
         timeout_s=60.0,
+        example=example,
     )
 
 

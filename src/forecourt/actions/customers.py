@@ -176,25 +176,29 @@ ACTIONS: tuple[Action, ...] = (
         "customers.list",
         title="List customers",
         description=(
-            "List the dealership's customers (contact details: PII; handle accordingly). Returns "
-            "{items, next_cursor, total}; pass next_cursor back for the next page."
+            "List the dealership's customers (contact details: PII; handle accordingly). Returns {items, "
+            "next_cursor, total}; pass next_cursor back for the next page. Use it to browse customers; for one "
+            "customer use customers.get."
         ),
         input=input_schema({}, paged=True),
         output=_PAGED_CUSTOMER,
         scope=CUSTOMERS_READ,
         tags=("customers",),
+        example={"limit": 10},
     ),
     dealer_action(
         "customers.get",
         title="Get a customer",
         description=(
-            "Fetch one customer's contact details by `customer_id` (as found on a lead). Check consent.list "
-            "for the channels they agreed to before contacting them. Fails with customers.customer_not_found."
+            "Fetch one customer's contact details by `customer_id` (as found on a lead). Check consent.list for the "
+            "channels they agreed to before contacting them. Fails with customers.customer_not_found. Use it to get "
+            "the contact details behind a lead's customer_id."
         ),
         input=input_schema({"customer_id": ID}, ["customer_id"]),
         output=output_schema(CUSTOMER),
         scope=CUSTOMERS_READ,
         tags=("customers",),
+        example={"customer_id": "cus_tsf_0001"},
     ),
     dealer_action(
         "consent.list",
@@ -202,30 +206,37 @@ ACTIONS: tuple[Action, ...] = (
         description=(
             "List consent grants (who agreed to be contacted, about what, on which channels, until when), "
             "optionally for one `customer_id`. `status` is granted, revoked or expired (a grant past its "
-            "expires_at). Contact a customer only on a channel in a granted record's allowed_channels."
+            "expires_at). Contact a customer only on a channel in a granted record's allowed_channels. Use it "
+            "before any outreach."
         ),
         input=input_schema({"customer_id": ID}, paged=True),
         output=page_schema(CONSENT),
         scope=CONSENT_READ,
         tags=("consent",),
+        example={"customer_id": "cus_tsf_0001"},
     ),
     dealer_action(
         "consent.get",
         title="Get a consent record",
-        description="Fetch one consent grant by `consent_id`. Fails with consent.consent_not_found.",
+        description=(
+            "Fetch one consent grant by `consent_id`. Fails with consent.consent_not_found. Use it to check one "
+            "grant's status and channels."
+        ),
         input=input_schema({"consent_id": ID}, ["consent_id"]),
         output=output_schema(CONSENT),
         scope=CONSENT_READ,
         tags=("consent",),
+        example={"consent_id": "cons_tsf_0001"},
     ),
     dealer_action(
         "consent.create",
         title="Record consent",
         description=(
-            "Record that a customer agreed to be contacted: `scope` (what for, e.g. lead_submission, "
-            "marketing, service_updates), `allowed_channels` (email, phone, sms), optional `expires_at` "
-            "(RFC 3339, in the future) and the consent wording. Give `customer_id`, or `lead_id` to attach "
-            "it to a lead (and that lead's customer). Records are kept as an audit trail and never deleted."
+            "Record that a customer agreed to be contacted: `scope` (what for, e.g. lead_submission, marketing, "
+            "service_updates), `allowed_channels` (email, phone, sms), optional `expires_at` (RFC 3339, in the "
+            "future) and the consent wording. Give `customer_id`, or `lead_id` to attach it to a lead (and that "
+            "lead's customer). Records are kept as an audit trail and never deleted. Use it when a customer gives "
+            "permission to be contacted."
         ),
         input=input_schema(
             {
@@ -247,14 +258,16 @@ ACTIONS: tuple[Action, ...] = (
         idempotent=False,
         timeout_s=10.0,
         tags=("consent",),
+        example={"customer_id": "cus_tsf_0001", "scope": ["marketing"], "allowed_channels": ["email"]},
     ),
     dealer_action(
         "consent.update",
         title="Revoke consent",
         description=(
-            "Revoke a consent grant (`status`: revoked), with an optional reason. Only a granted record can "
-            "be revoked (revoking an already revoked one changes nothing); an expired one fails with "
-            "consent.invalid_status_transition. The record is kept, never deleted."
+            "Revoke a consent grant (`status`: revoked), with an optional reason. Only a granted record can be "
+            "revoked (revoking an already revoked one changes nothing); an expired one fails with "
+            "consent.invalid_status_transition. The record is kept, never deleted. Use it when a customer withdraws "
+            "permission."
         ),
         input=input_schema(
             {"consent_id": ID, "status": {"const": "revoked"}, "reason": {"type": "string", "maxLength": 500}},
@@ -267,6 +280,7 @@ ACTIONS: tuple[Action, ...] = (
         idempotent=True,
         timeout_s=10.0,
         tags=("consent",),
+        example={"consent_id": "cons_tsf_0001", "status": "revoked"},
     ),
 )
 

@@ -99,13 +99,13 @@ ACTIONS: tuple[Action, ...] = (
         "deals.request_trade_value",
         title="Request a trade-in value",
         description=(
-            "Estimate what the dealership would allow for a trade-in (actual cash value, i.e. wholesale): "
-            "give year, make, model, optional trim and VIN, mileage {value, unit} and condition (excellent, "
-            "good, fair, poor). The estimate comes from comparable vehicles listed and sold across the "
-            "platform (same make/model within 2 model years), adjusted for year, mileage and condition, "
-            "then reduced for reconditioning and margin; `low`..`high` is the likely range. Money is "
-            "integer minor units. The valuation is stored and valid until `valid_until`. Fails with "
-            "deals.trade_value_unavailable when fewer than 3 comparables exist."
+            "Estimate what the dealership would allow for a trade-in (actual cash value, i.e. wholesale): give "
+            "year, make, model, optional trim and VIN, mileage {value, unit} and condition (excellent, good, fair, "
+            "poor). The estimate comes from comparable vehicles listed and sold across the platform (same "
+            "make/model within 2 model years), adjusted for year, mileage and condition, then reduced for "
+            "reconditioning and margin; `low`..`high` is the likely range. Money is integer minor units. The "
+            "valuation is stored and valid until `valid_until`. Fails with deals.trade_value_unavailable when fewer "
+            "than 3 comparables exist. Use it when a customer asks what their current car is worth."
         ),
         input=input_schema(
             {
@@ -126,6 +126,13 @@ ACTIONS: tuple[Action, ...] = (
         timeout_s=15.0,
         pii=False,
         tags=("deals", "trade_in"),
+        example={
+            "year": 2019,
+            "make": "Honda",
+            "model": "Civic",
+            "mileage": {"value": 42000, "unit": "mi"},
+            "condition": "good",
+        },
     ),
 )
 

@@ -90,11 +90,11 @@ ACTIONS: tuple[Action, ...] = (
         title="List change events",
         description=(
             "Read the dealership's change feed, oldest first: each event names a resource (vehicle, lead, "
-            "appointment, repair_order, customer, consent) by resource_type and resource_id, its "
-            "change_type (created, updated, deleted), the new status if any, and when it happened. Omit "
-            "`cursor` to replay from the beginning; pass `next_cursor` to continue while it is present, and "
-            "keep `resume_cursor` to poll for newer events later. Delivery is at-least-once: de-duplicate "
-            "on event_id. Fetch the resource itself (e.g. leads.get) for its current state."
+            "appointment, repair_order, customer, consent) by resource_type and resource_id, its change_type "
+            "(created, updated, deleted), the new status if any, and when it happened. Omit `cursor` to replay from "
+            "the beginning; pass `next_cursor` to continue while it is present, and keep `resume_cursor` to poll "
+            "for newer events later. Delivery is at-least-once: de-duplicate on event_id. Fetch the resource itself "
+            "(e.g. leads.get) for its current state. Use it to catch up on what changed since you last looked."
         ),
         input=input_schema({"resource_type": {"enum": [r.value for r in ResourceType]}}, paged=True),
         output=output_schema(
@@ -110,6 +110,7 @@ ACTIONS: tuple[Action, ...] = (
         scope=READ,
         pii=False,
         tags=("events",),
+        example={"resource_type": "lead", "limit": 20},
     ),
 )
 

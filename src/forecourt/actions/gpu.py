@@ -52,7 +52,16 @@ def _admin(name: str, description: str, props: dict[str, Any], required: list[st
     )
 
 
-def _job(name: str, title: str, description: str, props: dict[str, Any], required: list[str], *, write: bool) -> Action:
+def _job(
+    name: str,
+    title: str,
+    description: str,
+    props: dict[str, Any],
+    required: list[str],
+    *,
+    write: bool,
+    example: dict[str, Any] | None = None,
+) -> Action:
     return Action(
         name=name,
         type="model.invoke",
@@ -70,6 +79,7 @@ def _job(name: str, title: str, description: str, props: dict[str, Any], require
         domain="models",
         result_type="model.job",
         tags=("models", "nvidia", "jobs"),
+        example=example,
     )
 
 
@@ -124,8 +134,11 @@ GPU_ACTIONS: tuple[Action, ...] = (
     _job(
         "nvidia.fineTune.create",
         "Start a fine-tuning job",
-        "Start a NeMo Customizer fine-tuning job (config, dataset, hyperparameters); answers the job (status "
-        "created or pending). Forecourt polls it until it ends and then emits a model.job event.",
+        (
+            "Start a NeMo Customizer fine-tuning job (config, dataset, hyperparameters); answers the job (status "
+            "created or pending). Forecourt polls it until it ends and then emits a model.job event. Use it to "
+            "adapt a model to the dealership's own examples."
+        ),
         {
             "config": {"type": "string", "minLength": 1, "maxLength": 200},
             "dataset": _object(
@@ -141,27 +154,39 @@ GPU_ACTIONS: tuple[Action, ...] = (
         },
         ["config", "dataset"],
         write=True,
+        example={"config": "meta/llama-3.1-8b-instruct", "dataset": {"name": "bdc-replies"}},
     ),
     _job(
         "nvidia.fineTune.get",
         "Show a fine-tuning job",
-        "The job's state as last polled (refreshed from the Customizer when asked with refresh: true).",
+        (
+            "Fetch a fine-tuning job's state as last checked (refresh: true asks the NeMo Customizer first). Use it "
+            "to follow a job started with nvidia.fineTune.create."
+        ),
         {"job_id": JOB_ID, "refresh": {"type": "boolean"}},
         ["job_id"],
         write=False,
+        example={"job_id": "ft_0001"},
     ),
     _job(
         "nvidia.fineTune.cancel",
         "Cancel a fine-tuning job",
-        "Ask the Customizer to cancel the job; a job that already ended is answered as it is.",
+        (
+            "Ask the NeMo Customizer to cancel a fine-tuning job; a job that already ended is answered as it is. "
+            "Use it to stop a job that is no longer needed."
+        ),
         {"job_id": JOB_ID},
         ["job_id"],
         write=True,
+        example={"job_id": "ft_0001"},
     ),
     _job(
         "nvidia.fineTune.list",
         "List fine-tuning jobs",
-        "The company's fine-tuning jobs, newest first ({items, next_cursor}).",
+        (
+            "List the company's fine-tuning jobs, newest first ({items, next_cursor}). Use it to find earlier jobs "
+            "and their status."
+        ),
         {
             "status": {"type": "string", "maxLength": 32},
             "cursor": {"type": "string", "maxLength": 200},
@@ -169,6 +194,7 @@ GPU_ACTIONS: tuple[Action, ...] = (
         },
         [],
         write=False,
+        example={"limit": 10},
     ),
 )
 

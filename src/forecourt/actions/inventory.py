@@ -232,10 +232,10 @@ ACTIONS: tuple[Action, ...] = (
         "dealer.information",
         title="Dealership profile",
         description=(
-            "Return the dealership's public profile: name, postal address, phone numbers by department, "
-            "website, IANA time zone, currency, brands carried, capabilities (e.g. financing, trade_in, "
-            "delivery) and weekly sales and service hours in local time (HH:MM, 24 h; null = closed). "
-            "Use it before promising hours, directions or services. Contains no customer data."
+            "Return the dealership's public profile: name, postal address, phone numbers by department, website, "
+            "IANA time zone, currency, brands carried, capabilities (e.g. financing, trade_in, delivery) and weekly "
+            "sales and service hours in local time (HH:MM, 24 h; null = closed). Use it before promising hours, "
+            "directions or services. Contains no customer data."
         ),
         input=input_schema({}),
         output=output_schema(DEALERSHIP),
@@ -243,6 +243,7 @@ ACTIONS: tuple[Action, ...] = (
         cacheable=True,
         pii=False,
         tags=("dealer", "profile"),
+        example={"dealership_id": "demo-toyota-sf"},
     ),
     follows_changes(
         dealer_action(
@@ -250,17 +251,19 @@ ACTIONS: tuple[Action, ...] = (
             title="Search inventory",
             description=(
                 "Search the dealership's vehicles. Filters are flat keys; arrays match any listed value "
-                "(case-insensitive), ranges are inclusive. Prices are integer minor units (cents for USD), "
-                "mileage is in miles. Only available and in_transit units are returned unless `status` says "
-                "otherwise. Returns {items, next_cursor, total}; pass next_cursor back to get the next page "
-                "(absent on the last page). Check each vehicle's `available` and `last_verified_at` before "
-                "telling a buyer a unit is in stock."
+                "(case-insensitive), ranges are inclusive. Prices are integer minor units (cents for USD), mileage "
+                "is in miles. Only available and in_transit units are returned unless `status` says otherwise. "
+                "Returns {items, next_cursor, total}; pass next_cursor back to get the next page (absent on the "
+                "last page). Check each vehicle's `available` and `last_verified_at` before telling a buyer a unit "
+                "is in stock. Use it to find vehicles that fit a buyer's needs; `query` also takes free text (\"red "
+                'hybrid SUV").'
             ),
             input=input_schema({**FILTERS, "sort": SORT}, paged=True),
             output=page_schema(VEHICLE),
             scope=READ,
             pii=False,
             tags=("inventory", "search"),
+            example={"make": ["Toyota"], "body": ["SUV"], "price_max": 3500000, "limit": 3},
         )
     ),
     follows_changes(
@@ -268,10 +271,11 @@ ACTIONS: tuple[Action, ...] = (
             "inventory.get",
             title="Get a vehicle",
             description=(
-                "Fetch one vehicle by exactly one of `vehicle_id` (the server id from search results), `vin` "
-                "(17 characters) or `stock` (the dealer's stock number). Sold and removed units are returned "
-                "with their status so you can tell a buyer a unit is gone; `available` says whether it can be "
-                "offered. Fails with inventory.vehicle_not_found when no such vehicle exists here."
+                "Fetch one vehicle by exactly one of `vehicle_id` (the server id from search results), `vin` (17 "
+                "characters) or `stock` (the dealer's stock number). Sold and removed units are returned with their "
+                "status so you can tell a buyer a unit is gone; `available` says whether it can be offered. Fails "
+                "with inventory.vehicle_not_found when no such vehicle exists here. Use it to confirm one vehicle's "
+                "details, price and availability before quoting it."
             ),
             input=input_schema(
                 {"vehicle_id": ID, "vin": FILTERS["vin"], "stock": FILTERS["stock"]},
@@ -281,6 +285,7 @@ ACTIONS: tuple[Action, ...] = (
             scope=READ,
             pii=False,
             tags=("inventory",),
+            example={"vin": "4T1B11HK5KU000001"},
         )
     ),
     follows_changes(
@@ -288,16 +293,17 @@ ACTIONS: tuple[Action, ...] = (
             "inventory.facets",
             title="Inventory facets",
             description=(
-                "Summarise the dealership's matching inventory: for each term field (make, model, trim, body, "
-                "fuel, ...) the values present with counts, and min/max ranges (price in minor units, mileage "
-                "in miles, year). Takes the same filters as inventory.search; use it to learn what is in stock "
-                "before searching or to build refinements."
+                "Summarise the dealership's matching inventory: for each term field (make, model, trim, body, fuel, "
+                "...) the values present with counts, and min/max ranges (price in minor units, mileage in miles, "
+                "year). Takes the same filters as inventory.search. Use it to learn what is in stock before "
+                "searching, or to suggest refinements."
             ),
             input=input_schema(FILTERS),
             output=FACETS_OUT,
             scope=READ,
             pii=False,
             tags=("inventory", "facets"),
+            example={"condition": ["used"]},
         )
     ),
 )

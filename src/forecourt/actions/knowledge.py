@@ -84,7 +84,7 @@ EMBEDDING_INPUT: dict[str, Any] = {
         },
         "params": {
             "type": "object",
-            "description": "Model parameters as in seed 001's envelope; the embedders here take none (ignored).",
+            "description": "Model parameters; the built-in embedders take none (ignored).",
         },
         "dealership_id": _DEALERSHIP_ID,
         "store": {
@@ -273,10 +273,11 @@ KNOWLEDGE_ACTIONS: tuple[Action, ...] = (
         title="Create embeddings",
         description=(
             "Turn a text or a list of texts into unit-length embedding vectors and store them in the company's "
-            "vector store with their dealership and source metadata. Returns one vector per "
-            "input with its stored id, token counts, whether it came from the embedding cache, and the most "
-            "similar vectors already stored, with cosine similarity scores; with dealership_id also the most "
-            "similar knowledge chunks of that dealership."
+            "vector store with their dealership and source metadata. Returns one vector per input with its stored "
+            "id, token counts, whether it came from the embedding cache, and the most similar vectors already "
+            "stored, with cosine similarity scores; with dealership_id also the most similar knowledge chunks of "
+            "that dealership. Use it to index text for similarity search, or to compare a text with what is already "
+            "stored."
         ),
         input_schema=EMBEDDING_INPUT,
         output_schema=EMBEDDING_OUTPUT,
@@ -289,6 +290,7 @@ KNOWLEDGE_ACTIONS: tuple[Action, ...] = (
         domain="knowledge",
         result_type="model.embedding",
         tags=("knowledge", "embeddings"),
+        example={"input": ["red hybrid SUV"]},
     ),
     Action(
         name="knowledge.query",
@@ -296,8 +298,9 @@ KNOWLEDGE_ACTIONS: tuple[Action, ...] = (
         title="Search dealer knowledge",
         description=(
             "Answer-finding over the dealership's own documents (FAQ, policies, warranty terms, service "
-            "information): returns the most relevant passages with scores, document and chunk ids, titles "
-            "and source metadata. Quote or summarise them; do not promise anything they do not say."
+            "information): returns the most relevant passages with scores, document and chunk ids, titles and "
+            "source metadata. Quote or summarise them; do not promise anything they do not say. Use it for "
+            "questions about the dealership's policies, warranty or services, not for finding vehicles."
         ),
         input_schema=QUERY_INPUT,
         output_schema=QUERY_OUTPUT,
@@ -308,16 +311,18 @@ KNOWLEDGE_ACTIONS: tuple[Action, ...] = (
         domain="knowledge",
         result_type="knowledge.results",
         tags=("knowledge", "search"),
+        example={"query": "What are the service department's Saturday hours?"},
     ),
     Action(
         name="knowledge.search_inventory",
         type="tool.run",
         title="Search inventory in words",
         description=(
-            'Search the dealership\'s vehicles with a sentence ("three-row SUV under 40k with low miles"). '
-            "The request is mapped onto inventory.search filters (returned as `filters`, with the phrase "
-            "behind each in `interpretation`), the matches are ranked, and filters that emptied the result "
-            "are relaxed and named in `relaxed`. Prices are minor units; mileage is miles."
+            'Search the dealership\'s vehicles with a sentence ("three-row SUV under 40k with low miles"). The '
+            "request is mapped onto inventory.search filters (returned as `filters`, with the phrase behind each in "
+            "`interpretation`), the matches are ranked, and filters that emptied the result are relaxed and named "
+            "in `relaxed`. Prices are minor units; mileage is miles. Use it when the request is a sentence rather "
+            "than exact filters."
         ),
         input_schema=ASK_INPUT,
         output_schema=ASK_OUTPUT,
@@ -327,6 +332,7 @@ KNOWLEDGE_ACTIONS: tuple[Action, ...] = (
         timeout_s=15.0,
         domain="inventory",
         tags=("inventory", "search", "natural-language"),
+        example={"query": "family SUV under $35k with low miles"},
     ),
     _admin(
         "admin.knowledge.ingest",

@@ -105,38 +105,43 @@ ACTIONS: tuple[Action, ...] = (
         "leads.list",
         title="List leads",
         description=(
-            "List the dealership's sales leads, optionally only those with one `status` (new, duplicate, "
-            "contacted, qualified, appointment_set, sold, lost, closed). Returns {items, next_cursor, total}; "
-            "pass next_cursor back for the next page. Leads reference customers by customer_id; use "
-            "customers.get for contact details."
+            "List the dealership's sales leads, optionally only those with one `status` (new, duplicate, contacted, "
+            "qualified, appointment_set, sold, lost, closed). Returns {items, next_cursor, total}; pass next_cursor "
+            "back for the next page. Leads reference customers by customer_id; use customers.get for contact "
+            "details. Use it to find leads to follow up, e.g. today's new ones."
         ),
         input=s.LIST_IN,
         output=s.LIST_OUT,
         scope=READ,
         tags=("leads",),
+        example={"status": "new", "limit": 10},
     ),
     dealer_action(
         "leads.get",
         title="Get a lead",
-        description="Fetch one lead by `lead_id`. Fails with leads.lead_not_found when it does not exist here.",
+        description=(
+            "Fetch one lead by `lead_id`. Fails with leads.lead_not_found when it does not exist here. Use it to "
+            "read one lead's details and status, e.g. after leads.list."
+        ),
         input=s.GET_IN,
         output=s.LEAD_OUT,
         scope=READ,
         tags=("leads",),
+        example={"lead_id": "lead_tsf_0001"},
     ),
     dealer_action(
         "leads.create",
         title="Create a lead",
         description=(
-            "Record a buyer's interest: their contact details (e-mail or phone required), optionally the "
-            "vehicle of interest (vehicle_id, VIN or stock number from inventory, or just year/make/model), "
-            "a trade-in (mileage as {value, unit}), a message and their consent to be contacted (recorded "
-            "as a consent grant; its scope must include lead_submission). The customer is matched by "
-            "e-mail and name, or created (flagged possible_duplicate_of when another customer shares the e-mail "
-            "or phone). The lead is queued for the dealership's CRM as ADF. The same contact asking about the "
-            "same vehicle within 24 h gives "
-            "status `duplicate` with `duplicate_of`. Retrying with the same idempotency_key within 24 h "
-            "returns the original lead. A sold or removed vehicle fails with inventory.vehicle_unavailable."
+            "Record a buyer's interest: their contact details (e-mail or phone required), optionally the vehicle of "
+            "interest (vehicle_id, VIN or stock number from inventory, or just year/make/model), a trade-in "
+            "(mileage as {value, unit}), a message and their consent to be contacted (recorded as a consent grant; "
+            "its scope must include lead_submission). The customer is matched by e-mail and name, or created "
+            "(flagged possible_duplicate_of when another customer shares the e-mail or phone). The lead is queued "
+            "for the dealership's CRM as ADF. The same contact asking about the same vehicle within 24 h gives "
+            "status `duplicate` with `duplicate_of`. Retrying with the same idempotency_key within 24 h returns the "
+            "original lead. A sold or removed vehicle fails with inventory.vehicle_unavailable. Use it when a buyer "
+            "asks to be contacted or shows interest in a vehicle."
         ),
         input=s.CREATE_IN,
         output=s.LEAD_OUT,
@@ -145,14 +150,19 @@ ACTIONS: tuple[Action, ...] = (
         idempotent=False,
         timeout_s=10.0,
         tags=("leads", "consent"),
+        example={
+            "customer": {"first_name": "Ana", "email": "ana@example.com"},
+            "message": "Is the RAV4 still available?",
+        },
     ),
     dealer_action(
         "leads.update",
         title="Update a lead",
         description=(
-            "Change a lead's `status`, `assigned_to` (a team member id, or null to unassign) or `message`. "
-            "Status follows the lifecycle new → contacted → qualified → appointment_set → sold/lost → closed "
-            "(a closed lead stays closed); a disallowed move fails with leads.invalid_status_transition."
+            "Change a lead's `status`, `assigned_to` (a team member id, or null to unassign) or `message`. Status "
+            "follows the lifecycle new → contacted → qualified → appointment_set → sold/lost "
+            "→ closed (a closed lead stays closed); a disallowed move fails with "
+            "leads.invalid_status_transition. Use it to record progress after contacting the customer."
         ),
         input=s.UPDATE_IN,
         output=s.LEAD_OUT,
@@ -161,6 +171,7 @@ ACTIONS: tuple[Action, ...] = (
         idempotent=True,
         timeout_s=10.0,
         tags=("leads",),
+        example={"lead_id": "lead_tsf_0001", "status": "contacted"},
     ),
 )
 

@@ -113,7 +113,7 @@ VERTEX_INPUT_SCHEMA: dict[str, Any] = {
             "minLength": 1,
             "maxLength": 128,
             "pattern": "^[A-Za-z0-9._:-]+$",
-            "description": "The session (default: the envelope's caller.sessionId).",
+            "description": "The conversation's id (default: the calling session's own).",
         },
     },
 }
@@ -149,7 +149,9 @@ ROUTED_INPUT_SCHEMA: dict[str, Any] = {
 }
 
 
-def _action(name: str, title: str, description: str, schema: dict[str, Any], adapter: str) -> Action:
+def _action(
+    name: str, title: str, description: str, schema: dict[str, Any], adapter: str, *, example: dict[str, Any]
+) -> Action:
     return Action(
         name=name,
         type="model.invoke",
@@ -167,6 +169,7 @@ def _action(name: str, title: str, description: str, schema: dict[str, Any], ada
         domain="models",
         result_type="model.textCompletion",
         tags=("models",),
+        example=example,
     )
 
 
@@ -174,34 +177,53 @@ MODEL_ACTIONS: tuple[Action, ...] = (
     _action(
         "vertex.invokeModel",
         "Invoke a Vertex AI model",
-        "Invoke Gemini or another Vertex AI model (generateContent; streamed with stream: true). "
-        "Answers model.textCompletion with metadata{tokens, model}. With memory: true the session's history "
-        "(caller.sessionId) is kept server-side, so each call sends only its new turn.",
+        (
+            "Invoke Gemini or another Vertex AI model (generateContent; streamed with stream: true). Answers the "
+            "generated text with its token count and model. With memory: true the conversation is kept server-side "
+            "under its session id, so each call sends only its new turn. Use it when the company runs its models on "
+            "Vertex AI."
+        ),
         VERTEX_INPUT_SCHEMA,
         "vertex",
+        example={"model": "gemini-2.5-flash", "input": "Draft a two-line follow-up e-mail for a test-drive lead."},
     ),
     _action(
         "nvidia.runInference",
         "Run inference on an NVIDIA-hosted model",
-        "Run inference on NVIDIA Triton (KServe v2: raw tensors → model.inference, or a text prompt) or on "
-        "NVIDIA NIM (backend: nim, OpenAI-compatible chat completions and embeddings).",
+        (
+            "Run inference on NVIDIA Triton (KServe v2: raw tensors → model.inference, or a text prompt) or on "
+            "NVIDIA NIM (backend: nim, OpenAI-compatible chat completions and embeddings). Use it when the company "
+            "runs its models on NVIDIA Triton or NIM."
+        ),
         NVIDIA_INPUT_SCHEMA,
         "nvidia",
+        example={
+            "model": "llama-3.1-8b-instruct",
+            "input": "Classify this lead message as sales or service: my brakes squeak.",
+        },
     ),
     _action(
         "openai.invokeModel",
         "Invoke an OpenAI-compatible model",
-        "Chat completions or embeddings on an OpenAI-compatible server (vLLM, Ollama, LM Studio, OpenAI).",
+        (
+            "Chat completions or embeddings on an OpenAI-compatible server (vLLM, Ollama, LM Studio, OpenAI). Use "
+            "it when the company's model is served by an OpenAI-compatible endpoint."
+        ),
         CHAT_INPUT_SCHEMA,
         "openai",
+        example={"model": "gpt-4o-mini", "input": "Draft a two-line follow-up e-mail for a test-drive lead."},
     ),
     _action(
         "model.invoke",
         "Invoke a model on the preferred runtime",
-        "Invoke a model without naming the runtime: the gateway picks runtime and model from the payload, "
-        "else the calling agent's preferences (runtime, modelAffinity, nvidia.useFor), within company policy.",
+        (
+            "Invoke a model without naming the runtime: the gateway picks runtime and model from the payload, else "
+            "the calling agent's preferences (runtime, modelAffinity, nvidia.useFor), within company policy. Use it "
+            "for general text generation when no particular runtime is required."
+        ),
         ROUTED_INPUT_SCHEMA,
         "models",
+        example={"input": "Summarise this repair order in one sentence: replaced front brake pads and rotors."},
     ),
 )
 

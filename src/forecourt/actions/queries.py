@@ -71,8 +71,9 @@ NAMED_QUERY_ACTIONS: tuple[Action, ...] = (
         title="Run a named report",
         description=(
             "Run one of your company's named, read-only report queries (e.g. leads_by_source_this_week, "
-            "aged_inventory, service_lane_load) for a dealership, with typed parameters. Returns columns "
-            "and rows; rows never include customer contact details. Ask an admin to define new queries."
+            "aged_inventory, service_lane_load) for a dealership, with typed parameters. Returns columns and rows; "
+            "rows never include customer contact details. Ask an admin to define new queries. Use it for counts and "
+            "reports over many records instead of paging through lists."
         ),
         input_schema=DB_QUERY_INPUT,
         output_schema=DB_QUERY_OUTPUT,
@@ -83,6 +84,7 @@ NAMED_QUERY_ACTIONS: tuple[Action, ...] = (
         domain="reports",
         result_type="db.rows",
         tags=("reports",),
+        example={"query_id": "aged_inventory"},
     ),
     _admin("admin.queries.list", "List the company's named queries.", {}, [], write=False),
     _admin(

@@ -239,20 +239,22 @@ ACTIONS: tuple[Action, ...] = (
         description=(
             "List the service department's repair orders, optionally with one `status` (open, in_progress, "
             "waiting_parts, ready, closed). Each has a server `id` and the dealer's `ro_number`; amounts are "
-            "integer minor units. Returns {items, next_cursor, total}; pass next_cursor back for more."
+            "integer minor units. Returns {items, next_cursor, total}; pass next_cursor back for more. Use it to "
+            "find repair orders by stage, e.g. those ready for pickup."
         ),
         input=input_schema({"status": {"enum": [s.value for s in RepairOrderStatus]}}, paged=True),
         output=page_schema(REPAIR_ORDER),
         scope=READ,
         tags=("service",),
+        example={"status": "ready"},
     ),
     dealer_action(
         "service.get_repair_order",
         title="Get a repair order",
         description=(
             "Fetch one repair order by exactly one of `repair_order_id` or `ro_number` (the number on the "
-            "customer's paperwork): status, lines, total, promised time. Fails with "
-            "service.repair_order_not_found."
+            "customer's paperwork): status, lines, total, promised time. Fails with service.repair_order_not_found. "
+            "Use it when a customer asks how the work on their car is going."
         ),
         input=input_schema(
             {"repair_order_id": ID, "ro_number": {"type": "string", "minLength": 1, "maxLength": 64}},
@@ -261,17 +263,18 @@ ACTIONS: tuple[Action, ...] = (
         output=output_schema(REPAIR_ORDER),
         scope=READ,
         tags=("service",),
+        example={"ro_number": "RO-1001"},
     ),
     dealer_action(
         "service.book_appointment",
         title="Book a service appointment",
         description=(
-            "Book a service-lane appointment for a vehicle at `start` (RFC 3339 with offset, in the future) "
-            "for the given service_codes, optionally with an advisor and customer. If the slot holding "
-            "`start` is inside the dealership's service hours (its local time zone) and has a free bay it is "
-            "taken: status `booked` with the slot's start/end. Otherwise the request is recorded as "
-            "`waitlisted` with a `reason` and up to 3 `alternatives` (nearest free slot starts inside "
-            "service hours); call again with one of them to book it. Never books outside service hours."
+            "Book a service-lane appointment for a vehicle at `start` (RFC 3339 with offset, in the future) for the "
+            "given service_codes, optionally with an advisor and customer. If the slot holding `start` is inside "
+            "the dealership's service hours (its local time zone) and has a free bay it is taken: status `booked` "
+            "with the slot's start/end. Otherwise the request is recorded as `waitlisted` with a `reason` and up to "
+            "3 `alternatives` (nearest free slot starts inside service hours); call again with one of them to book "
+            "it. Never books outside service hours. Use it when a customer wants to bring a vehicle in for service."
         ),
         input=input_schema(
             {
@@ -295,6 +298,11 @@ ACTIONS: tuple[Action, ...] = (
         idempotent=False,
         timeout_s=10.0,
         tags=("service", "appointment"),
+        example={
+            "vehicle_id": "4T1B11HK5KU000001",
+            "start": "2026-12-01T09:00:00-08:00",
+            "service_codes": ["OIL_CHANGE"],
+        },
     ),
 )
 

@@ -32,8 +32,11 @@ VECTOR_ACTIONS: tuple[Action, ...] = (
         type="db.query",
         also_types=("tool.run",),
         title="Get a stored vector",
-        description="A vector stored by embedding.create: model, dimensions, dealership, source metadata, text "
-        "digest (the text itself only when it was kept) and, unless include_vector is false, the vector.",
+        description=(
+            "Fetch a vector stored by embedding.create: model, dimensions, dealership, source metadata, text digest "
+            "(the text itself only when it was kept) and, unless include_vector is false, the vector. Use it to "
+            "inspect what was stored under an id that embedding.create returned."
+        ),
         input_schema=_GET_INPUT,
         output_schema=None,
         adapter=ADAPTER_ID,
@@ -43,12 +46,16 @@ VECTOR_ACTIONS: tuple[Action, ...] = (
         domain="knowledge",
         result_type="knowledge.vector",
         tags=("knowledge", "embeddings"),
+        example={"id": "vec_0a1b2c3d"},
     ),
     Action(
         name="embedding.delete",
         type="tool.run",
         title="Delete a stored vector",
-        description="Delete a vector stored by embedding.create.",
+        description=(
+            "Delete a vector stored by embedding.create. Use it to remove text that must no longer be found by "
+            "similarity search."
+        ),
         input_schema=_DELETE_INPUT,
         output_schema=None,
         adapter=ADAPTER_ID,
@@ -60,6 +67,7 @@ VECTOR_ACTIONS: tuple[Action, ...] = (
         domain="knowledge",
         result_type="knowledge.vector_deleted",
         tags=("knowledge", "embeddings"),
+        example={"id": "vec_0a1b2c3d"},
     ),
 )
 

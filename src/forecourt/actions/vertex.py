@@ -35,6 +35,7 @@ def _action(
     result_type: str,
     pii: bool = False,
     timeout_s: float = 30.0,
+    example: dict[str, Any] | None = None,
 ) -> Action:
     return Action(
         name=name,
@@ -53,6 +54,7 @@ def _action(
         domain="models",
         result_type=result_type,
         tags=("models", "vertex"),
+        example=example,
     )
 
 
@@ -61,8 +63,10 @@ VERTEX_ACTIONS: tuple[Action, ...] = (
         name="vertex.predict",
         type="model.invoke",
         title="Predict with a deployed Vertex AI endpoint",
-        description="Online prediction on a Vertex AI endpoint (projects.locations.endpoints.predict): "
-        "instances in, predictions out (model.prediction).",
+        description=(
+            "Online prediction on a Vertex AI endpoint: instances in, predictions out. Use it for a custom model "
+            "the company deployed on a Vertex AI endpoint (for text generation use vertex.invokeModel)."
+        ),
         input_schema=_object(
             {
                 "endpoint": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[A-Za-z0-9_-]+$"},
@@ -82,12 +86,16 @@ VERTEX_ACTIONS: tuple[Action, ...] = (
         domain="models",
         result_type="model.prediction",
         tags=("models", "vertex"),
+        example={"endpoint": "1234567890", "instances": [{"mileage": 42000, "year": 2019}]},
     ),
     _action(
         "vertex.batchPredict.create",
         "Start a Vertex AI batch prediction job",
-        "Submit a batch prediction job (model, input_uris gs://..., output_uri_prefix gs://...); Forecourt polls it "
-        "until it ends and emits a model.job event.",
+        (
+            "Submit a batch prediction job (model, input_uris gs://..., output_uri_prefix gs://...); Forecourt "
+            "polls it until it ends and emits a model.job event. Use it to score many records at once, e.g. a "
+            "nightly batch."
+        ),
         _object(
             {
                 "model": {"type": "string", "minLength": 1, "maxLength": 300},
@@ -102,27 +110,43 @@ VERTEX_ACTIONS: tuple[Action, ...] = (
         ),
         write=True,
         result_type="model.job",
+        example={
+            "model": "publishers/google/models/gemini-2.5-flash",
+            "input_uris": ["gs://dealer-batch/in/leads.jsonl"],
+            "output_uri_prefix": "gs://dealer-batch/out/",
+        },
     ),
     _action(
         "vertex.batchPredict.get",
         "Show a batch prediction job",
-        "The job as last polled (refresh: true asks Vertex AI first).",
+        (
+            "Fetch a batch prediction job as last checked (refresh: true asks Vertex AI first). Use it to follow a "
+            "job started with vertex.batchPredict.create."
+        ),
         _object({"job_id": JOB_ID, "refresh": {"type": "boolean"}}, ["job_id"]),
         write=False,
         result_type="model.job",
+        example={"job_id": "bp_0001"},
     ),
     _action(
         "vertex.batchPredict.cancel",
         "Cancel a batch prediction job",
-        "Ask Vertex AI to cancel the job; a job that already ended is answered as it is.",
+        (
+            "Ask Vertex AI to cancel the job; a job that already ended is answered as it is. Use it to stop a batch "
+            "job that is no longer needed."
+        ),
         _object({"job_id": JOB_ID}, ["job_id"]),
         write=True,
         result_type="model.job",
+        example={"job_id": "bp_0001"},
     ),
     _action(
         "vertex.batchPredict.list",
         "List batch prediction jobs",
-        "The company's batch prediction jobs, newest first ({items, next_cursor}).",
+        (
+            "List the company's batch prediction jobs, newest first ({items, next_cursor}). Use it to find earlier "
+            "jobs and their status."
+        ),
         _object(
             {
                 "status": {"type": "string", "maxLength": 32},
@@ -133,23 +157,29 @@ VERTEX_ACTIONS: tuple[Action, ...] = (
         ),
         write=False,
         result_type="model.job",
+        example={"limit": 10},
     ),
     _action(
         "vertex.sessions.get",
         "Show a conversation's memory",
-        "The turns vertex.invokeModel keeps for a session (session_id, else the envelope's caller.sessionId).",
+        (
+            "Show the conversation turns vertex.invokeModel keeps for a session (session_id, else the calling "
+            "session's own). Use it to review what a model remembers of a conversation."
+        ),
         _object({"session_id": SESSION_ID}, []),
         write=False,
         result_type="model.session",
         pii=True,
+        example={"session_id": "sess-ana-0001"},
     ),
     _action(
         "vertex.sessions.delete",
         "Erase a conversation's memory",
-        "Erase the turns kept for a session at once (redaction on request).",
+        ("Erase the turns kept for a session at once. Use it when a customer asks for a conversation to be forgotten."),
         _object({"session_id": SESSION_ID}, []),
         write=True,
         result_type="model.session",
+        example={"session_id": "sess-ana-0001"},
     ),
 )
 

@@ -57,7 +57,15 @@ def _schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
     }
 
 
-def _action(name: str, title: str, description: str, schema: dict[str, Any], *, write: bool) -> Action:
+def _action(
+    name: str,
+    title: str,
+    description: str,
+    schema: dict[str, Any],
+    *,
+    write: bool,
+    example: dict[str, Any] | None = None,
+) -> Action:
     return Action(
         name=name,
         type="workflow.run",
@@ -73,6 +81,7 @@ def _action(name: str, title: str, description: str, schema: dict[str, Any], *, 
         domain="workflow",
         result_type=RESULT_TYPE,
         tags=("workflow",),
+        example=example,
     )
 
 
@@ -80,9 +89,12 @@ WORKFLOW_ACTIONS: tuple[Action, ...] = (
     _action(
         "workflow.run",
         "Run a BPMN workflow",
-        "Start a BPMN 2.0 workflow at a dealership and advance it as far as it goes. Service tasks call other "
-        "actions as the caller (policy applies); a user task stops the run in `input_required` until "
-        "`workflow.complete_task`. Returns the run: status, task states, execution log, artifacts, outputs.",
+        (
+            "Start a BPMN 2.0 workflow at a dealership and advance it as far as it goes. Service tasks call other "
+            "actions as the caller (policy applies); a user task stops the run in `input_required` until "
+            "`workflow.complete_task`. Returns the run: status, task states, execution log, artifacts, outputs. Use "
+            "it to start one of the company's defined processes, e.g. a lead follow-up."
+        ),
         _schema(
             {
                 "workflow_id": WORKFLOW_ID,
@@ -92,19 +104,27 @@ WORKFLOW_ACTIONS: tuple[Action, ...] = (
             ["workflow_id"],
         ),
         write=True,
+        example={"workflow_id": "lead_follow_up", "inputs": {"lead_id": "lead_tsf_0001"}},
     ),
     _action(
         "workflow.get",
         "Get a workflow run",
-        "A run's current status, task states, waiting user tasks, execution log and artifacts.",
+        (
+            "Fetch a run's current status, task states, waiting user tasks, execution log and artifacts. Use it to "
+            "follow a run started with workflow.run."
+        ),
         _schema({"run_id": RUN_ID}, ["run_id"]),
         write=False,
+        example={"run_id": "run_0001"},
     ),
     _action(
         "workflow.complete_task",
         "Complete a workflow user task",
-        "Submit the data of a waiting user task (`waiting_tasks[].task_id`) and continue the run, from any "
-        "replica. Answers `workflow.task_not_waiting` when the task is not waiting any more.",
+        (
+            "Submit the data of a waiting user task (`waiting_tasks[].task_id`) and continue the run, from any "
+            "replica. Answers `workflow.task_not_waiting` when the task is not waiting any more. Use it to answer a "
+            "run that is waiting in input_required."
+        ),
         _schema(
             {
                 "run_id": RUN_ID,
@@ -114,21 +134,30 @@ WORKFLOW_ACTIONS: tuple[Action, ...] = (
             ["run_id", "task_id"],
         ),
         write=True,
+        example={"run_id": "run_0001", "task_id": "approve", "data": {"approved": True}},
     ),
     _action(
         "workflow.resume",
         "Resume a workflow run",
-        "Continue a `running` run whose replica stopped before finishing (after its lease expired); "
-        "outstanding service calls are made again. Other runs are returned unchanged.",
+        (
+            "Continue a `running` run whose replica stopped before finishing (after its lease expired); outstanding "
+            "service calls are made again. Other runs are returned unchanged. Use it when a run has stayed in "
+            "`running` without progress."
+        ),
         _schema({"run_id": RUN_ID}, ["run_id"]),
         write=True,
+        example={"run_id": "run_0001"},
     ),
     _action(
         "workflow.list_runs",
         "List workflow runs",
-        "The dealership's workflow runs, newest first.",
+        (
+            "List the dealership's workflow runs, newest first. Use it to find runs waiting for input (status "
+            "input_required) or that failed."
+        ),
         _schema({"status": STATUS, "limit": {"type": "integer", "minimum": 1, "maximum": 100}}, []),
         write=False,
+        example={"status": "input_required"},
     ),
 )
 

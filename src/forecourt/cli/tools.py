@@ -32,12 +32,16 @@ async def member_tools(settings: Settings, company: str, member: str, names: str
             if surface.federation is not None:
                 await surface.federation.refresh()
             tools = await surface.listed_tools(Caller(principal, Credentials(), "mcp", names=names))
+            policies = await services.gateway.tenancy.policies(company)
         finally:
             await surface.close()
     finally:
         await services.close()
     toolset = principal.member.toolset if principal.member is not None else None
     result: dict[str, Any] = {"member": f"{company}/{member}", "toolset": toolset or "(all)"}
+    restricting = {p.id: list(p.toolsets) for p in policies if p.toolsets}
+    if restricting:  # what the company's policies offer; the member's own toolset narrows it (docs/mcp.md)
+        result["policy_toolsets"] = restricting
     if tokens:
         result.update(measure(tools))
     else:
@@ -50,7 +54,9 @@ def tools_list(
     member: str = typer.Option(..., "--member", help="Member id (or company/member)."),
     company: str | None = typer.Option(None, "--company", help="Company id (default: the one in --member)."),
     names: str | None = typer.Option(None, "--names", help="llm: list LLM-safe names, as /mcp?names=llm does."),
-    tokens: bool = typer.Option(False, "--tokens", help="Measure the tools/list: bytes and cl100k_base tokens."),
+    tokens: bool = typer.Option(
+        False, "--tokens", help="Measure the tools/list: bytes, and tokens in cl100k_base and o200k_base."
+    ),
     config: Path | None = ConfigOption,
 ) -> None:
     """List the MCP tools a member is offered (``--tokens``: with bytes and tokens, per tool and in total)."""

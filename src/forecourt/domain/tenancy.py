@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -104,8 +104,15 @@ class MemberKind(StrEnum):
     PERSON = "person"
 
 
-TOOLSET_NAMES = ("crm", "service", "inventory", "models", "workflows", "buyer", "admin")
-"""The MCP role toolsets a member or an API key may have (what each holds: ``surfaces/mcp/toolsets.py``)."""
+ToolsetName = Literal["crm", "service", "inventory", "models", "workflows", "buyer", "admin"]
+"""An MCP role toolset (what each holds, and how a member's and the policies' toolsets combine:
+``surfaces/mcp/toolsets.py``)."""
+
+TOOLSET_NAMES: tuple[str, ...] = get_args(ToolsetName)
+"""The MCP role toolsets a member, an API key or a company policy may name."""
+
+Toolsets = Annotated[tuple[ToolsetName, ...], BeforeValidator(one_or_many)]
+"""Toolset names (a single name is accepted as one)."""
 
 
 class Member(BaseModel):
@@ -159,6 +166,10 @@ class Policy(BaseModel):
     rate_limits: dict[str, int] = Field(default_factory=dict)
     require_approval: tuple[ApprovalRule, ...] = ()
     """Side-effect calls by agents that wait for a person's approval (console → Approvals)."""
+    toolsets: Toolsets = ()
+    """MCP role toolsets the company's members are offered tools from (empty: any). A member without a toolset of
+    its own is offered these; a member's (or its key's) toolset narrows them further. Like a member's toolset it
+    shapes what ``tools/list`` offers, not what may be called."""
 
 
 class AdapterSetting(BaseModel):

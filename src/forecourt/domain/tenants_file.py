@@ -29,6 +29,7 @@ from forecourt.domain.tenancy import (
     Policy,
     Profile,
     SecurityType,
+    ToolsetName,
     one_or_many,
 )
 
@@ -172,7 +173,7 @@ class MemberSpec(_Spec):
         default_factory=dict, description="Agent preferences (`modelAffinity`, `runtime`, ...)."
     )
     active: bool = Field(default=True, description="An inactive member cannot authenticate.")
-    toolset: Literal["crm", "service", "inventory", "models", "workflows", "buyer", "admin"] | None = Field(
+    toolset: ToolsetName | None = Field(
         default=None,
         description="The MCP role toolset it is offered (it shapes what `tools/list` shows, not what is allowed).",
     )
@@ -201,6 +202,12 @@ class PolicySpec(_Spec):
         default_factory=dict,
         description="Calls per minute: `company_per_minute`, `member_per_minute`, `action_per_minute`, or an action "
         "name (per member).",
+    )
+    toolsets: Annotated[list[ToolsetName], BeforeValidator(one_or_many)] = Field(
+        default_factory=list,
+        description="MCP role toolsets (`crm`, `service`, `inventory`, `models`, `workflows`, `buyer`, `admin`) the "
+        "company's members are offered tools from (empty: any); a member's own toolset narrows them further. Shapes "
+        "what `tools/list` shows, not what is allowed.",
     )
 
 

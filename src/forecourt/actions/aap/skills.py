@@ -167,6 +167,35 @@ async def _delivery_status(payload: Mapping[str, Any], context: ExecutionContext
     return AdapterResult(output=await delivery_status(payload, context))
 
 
+# When a model should pick each skill, and one example payload (``type`` is added by the MCP surface).
+_USE: dict[str, str] = {
+    "dealer.information": "Use it when acting for a buyer under the Auto Agent Protocol (AAP).",
+    "inventory.search": "Use it to find vehicles for a buyer under the Auto Agent Protocol (AAP).",
+    "inventory.facets": "Use it to see what a dealership stocks before an AAP inventory search.",
+    "inventory.vehicle": "Use it to confirm one vehicle and its price for a buyer under AAP.",
+    "lead.submit": "Use it when a buyer asks the dealership to contact them and has agreed to be contacted.",
+}
+_EXAMPLES: dict[str, dict[str, Any]] = {
+    "dealer.information": {},
+    "inventory.search": {"filters": {"make": ["Toyota"]}, "pagination": {"limit": 3}},
+    "inventory.facets": {"filters": {}},
+    "inventory.vehicle": {"vin": "4T1B11HK5KU000001"},
+    "lead.submit": {
+        "customer": {"first_name": "Ana", "last_name": "Lopez", "email": "ana@example.com"},
+        "consent": {
+            "granted_at": "2026-11-24T10:00:00Z",
+            "allowed_channels": ["email"],
+            "consent_text": "I agree that the dealership may e-mail me about this vehicle.",
+            "source_agent": "shopping-assistant",
+            "scope": ["lead_submission"],
+        },
+        "vehicle_of_interest": {"vin": "4T1B11HK5KU000001"},
+        "message": "Is this car still available?",
+        "source_agent": "shopping-assistant",
+    },
+}
+
+
 def skill_action(skill: Skill) -> Action:
     """The gateway action for one AAP skill."""
     output = bundled(skill.response_schema)
@@ -176,7 +205,7 @@ def skill_action(skill: Skill) -> Action:
         title=f"AAP: {skill.name}",
         description=(
             f"{skill.description} Takes and returns AAP v0.1 payloads unchanged "
-            f"(request type {skill.request_type}, response type {skill.response_type})."
+            f"(request type {skill.request_type}, response type {skill.response_type}). {_USE[skill.id]}"
         ),
         input_schema=bundled(skill.request_schema),
         output_schema=output,
@@ -196,6 +225,7 @@ def skill_action(skill: Skill) -> Action:
         tags=("aap", *skill.tags),
         # Only lead.submit writes; the other skills read, outside the SQLite write lock.
         store_reads_only=skill.id != "lead.submit",
+        example=_EXAMPLES[skill.id],
     )
 
 
@@ -205,7 +235,8 @@ DELIVERY_STATUS = Action(
     title="Lead delivery status",
     description=(
         "Where a lead's deliveries stand: the ADF post to the dealership's CRM and any A2A push notifications "
-        "(status pending/retrying/delivered/failed/no_endpoint, attempts, last error, delivered_at)."
+        "(status pending/retrying/delivered/failed/no_endpoint, attempts, last error, delivered_at). Use it to "
+        "confirm that a new lead reached the dealership."
     ),
     input_schema={
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -224,6 +255,7 @@ DELIVERY_STATUS = Action(
     dealer_scoped=True,
     domain="leads",
     tags=("leads", "delivery"),
+    example={"lead_id": "lead_tsf_0001"},
 )
 
 

@@ -32,6 +32,7 @@ _POLICY_JSON = (
     "redact_fields",
     "rate_limits",
     "require_approval",
+    "toolsets",
 )
 _KEY_JSON = ("scopes", "dealership_ids")
 

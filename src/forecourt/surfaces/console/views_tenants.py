@@ -137,6 +137,7 @@ def policy_from_form(page: Page) -> dict[str, Any]:
         "allow_side_effects": page.field("allow_side_effects") == "on",
         "rate_limits": limits,
         "require_approval": approvals,
+        "toolsets": _lines(page.field("toolsets")),
     }
 
 

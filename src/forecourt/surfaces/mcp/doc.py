@@ -2,7 +2,8 @@
 
 ``python -m forecourt.surfaces.mcp.doc`` prints the tables; ``--write docs/mcp.md`` replaces the text between
 the ``<!-- tools:begin -->`` and ``<!-- tools:end -->`` markers (and ``toolsets:``). A test fails when the doc
-is out of date. Toolset sizes are the ``tools/list`` of a member allowed every tool, counted in cl100k_base.
+is out of date. Toolset sizes are the ``tools/list`` of a member allowed every tool, counted in cl100k_base and
+o200k_base.
 """
 
 from __future__ import annotations
@@ -43,14 +44,16 @@ def toolset_table(catalogue: Catalogue) -> str:
     """A Markdown table of the role toolsets: tool count, ``tools/list`` bytes and tokens, LLM-safe names."""
     toolset = ToolSet(catalogue)
     lines = [
-        "| toolset | tools | bytes | tokens (cl100k_base) | tools (`?names=llm`) |",
-        "| --- | --- | --- | --- | --- |",
+        "| toolset | tools | bytes | tokens (cl100k_base) | tokens (o200k_base) | tools (`?names=llm`) |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for name in TOOLSETS:
         tools = toolset.tools((a for a in catalogue.all() if exposed(a) and in_toolset(a, name)), "llm")
         size = measure(tools)
         shown = ", ".join(f"`{t.name}`" for t in tools) if name != "admin" else "every tool"
-        lines.append(f"| `{name}` | {size['tools']} | {size['bytes']:,} | {size['tokens']:,} | {shown} |")
+        tokens = size["tokens"]
+        counts = f"{tokens['cl100k_base']:,} | {tokens['o200k_base']:,}"
+        lines.append(f"| `{name}` | {size['tools']} | {size['bytes']:,} | {counts} | {shown} |")
     return "\n".join(lines)
 
 

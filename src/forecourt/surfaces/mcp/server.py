@@ -55,7 +55,7 @@ from forecourt.surfaces.mcp.tools import (
     success_result,
     too_large,
 )
-from forecourt.surfaces.mcp.toolsets import NameMode, in_toolset, name_mode
+from forecourt.surfaces.mcp.toolsets import NameMode, name_mode, offered
 from forecourt.surfaces.mcp.uris import parse_uri
 from forecourt.surfaces.mcp.watching import Watching, require_principal
 
@@ -299,10 +299,15 @@ class McpSurface:
         return name_mode(caller.names, self._member_setting(caller, "tool_names"))
 
     async def offered_actions(self, caller: Caller) -> list[Action]:
-        """What ``tools/list`` may offer: the caller's toolset among the actions the gateway lets it call."""
+        """What ``tools/list`` may offer: the caller's effective toolset (its own narrowing its company policies'),
+        among the actions the gateway lets it call."""
         toolset = self._member_setting(caller, "toolset")
+        principal = caller.principal
+        company = principal.company_id if principal is not None and principal.member is not None else None
+        policies = await self.gateway.tenancy.policies(company)
         # Forwarding actions of upstream servers (names with ":") are the gateway's, never tools.
-        return [a for a in await self.visible_actions(caller) if ":" not in a.name and in_toolset(a, toolset)]
+        visible = await self.visible_actions(caller)
+        return [a for a in visible if ":" not in a.name and offered(a, toolset, policies)]
 
     def _load_key(self, caller: Caller) -> str:
         principal = caller.principal

@@ -29,7 +29,6 @@ from forecourt.actions.base import Action, Catalogue
 from forecourt.errors import ForecourtError
 from forecourt.surfaces.mcp import schemas, views
 from forecourt.surfaces.mcp.errors import ResultTooLarge
-from forecourt.surfaces.mcp.examples import example_for
 from forecourt.surfaces.mcp.toolsets import NameMode, llm_name, llm_names
 from forecourt.surfaces.mcp.uris import item_uri
 
@@ -60,8 +59,15 @@ def output_schema_for(action: Action) -> dict[str, Any] | None:
     return schemas.output_schema(action)
 
 
+def example_line(action: Action) -> str | None:
+    """``Example: {...}``: the action's example call as compact JSON, or ``None`` when it has none."""
+    if action.example is None:
+        return None
+    return "Example: " + json.dumps(action.example, ensure_ascii=False)
+
+
 def describe(action: Action) -> str:
-    """The tool description: the action's (written for a model), its input rules and the scope it needs."""
+    """The tool description: the action's (written for a model), its input rules, and its example call last."""
     parts = [action.description.strip()]
     combinators = schemas.alternatives(action.input_schema)
     if combinators:
@@ -70,7 +76,7 @@ def describe(action: Action) -> str:
         parts.append("Send the payload without `type`; it is added for you.")
     if action.anonymous_allowed:
         parts.append("Public: callable without credentials at a dealership that publishes its agent.")
-    example = example_for(action.name)
+    example = example_line(action)
     if example:
         parts.append(example)
     return " ".join(p for p in parts if p)

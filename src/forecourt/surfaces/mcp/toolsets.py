@@ -8,9 +8,13 @@ LLM-safe. Many model APIs accept only ``[A-Za-z0-9_-]{1,64}`` as function names,
 :func:`llm_name` of its canonical name, matching ``^[a-z][a-z0-9_]{0,63}$``. ``tools/call`` accepts both forms
 in either mode. This module holds the one mapping rule.
 
-**Toolsets.** A member may have a role toolset (``Member.toolset``); ``tools/list`` then offers only the tools
-of that toolset, among those the gateway lets the member call. A toolset shapes what is *offered* (a model's
-context), not what is *permitted*: policy, scopes and ``allowed_tools`` decide that, on every door. Overlapping
+**Toolsets.** A member may have a role toolset (``Member.toolset``, or its API key's), and a company policy may
+name toolsets (``Policy.toolsets``). :func:`offered` is the one rule that combines them: a tool is offered when
+it is in the member's own toolset (if it has one) and, for every policy that names toolsets, in at least one of
+them. So a policy's toolsets are what a member without a toolset is offered, and a member's toolset narrows
+them further; ``tools/list`` shows the offered tools among those the gateway lets the member call. A toolset
+shapes what is *offered* (a model's context), not what is *permitted*: policy actions, scopes and
+``allowed_tools`` decide that, on every door. Overlapping
 tools are listed once per toolset: ``inventory.search`` (with its free-text ``query``) instead of
 ``knowledge.search_inventory`` and ``aap_inventory_search``; ``dealer.information`` instead of
 ``aap_dealer_information``. The AAP skills stay in the catalogue (A2A door, ``buyer`` toolset).
@@ -19,12 +23,12 @@ tools are listed once per toolset: ``inventory.search`` (with its free-text ``qu
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
 from typing import Literal
 
 from forecourt.actions.base import Action
-from forecourt.domain.tenancy import TOOLSET_NAMES
+from forecourt.domain.tenancy import TOOLSET_NAMES, Policy
 
 NameMode = Literal["canonical", "llm"]
 LLM_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -101,6 +105,17 @@ def in_toolset(action: Action, toolset: str | None) -> bool:
     if action.owner_company_id is not None:
         return toolset != "buyer"
     return any(fnmatchcase(action.name, p) for p in patterns)
+
+
+def offered(action: Action, own: str | None, policies: Sequence[Policy]) -> bool:
+    """Whether ``action`` is offered to a member whose own toolset is ``own`` under the company's ``policies``.
+
+    The one rule: in the member's (or its key's) toolset, and in one of the toolsets of every policy that names
+    any. No toolset anywhere: every tool. Permission is the gateway's decision, made separately.
+    """
+    if not in_toolset(action, own):
+        return False
+    return all(any(in_toolset(action, name) for name in p.toolsets) for p in policies if p.toolsets)
 
 
 def name_mode(query_value: str | None, member_setting: str | None) -> NameMode:

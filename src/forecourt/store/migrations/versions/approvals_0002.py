@@ -1,7 +1,7 @@
 """Held calls run on approval: an approval keeps the held call until it runs, then the call's result.
 
 Revision ID: approvals_0002
-Revises: feeds_0001
+Revises: tools_0002
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "approvals_0002"
-down_revision: str | None = "feeds_0001"
+down_revision: str | None = "tools_0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
