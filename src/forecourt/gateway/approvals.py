@@ -12,8 +12,8 @@ people signed in to the console are never held.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from datetime import datetime
 from typing import Any, Protocol
@@ -24,18 +24,14 @@ from forecourt.domain.tenancy import MemberKind, Policy
 from forecourt.errors import ApprovalPending, ApprovalRejected
 from forecourt.gateway.base import Invocation, Principal
 from forecourt.gateway.redact import PII_KEYS, digest, redact_for_audit
+from forecourt.scoped import scoped
 
 _RUNNING: ContextVar[str | None] = ContextVar("forecourt_running_approval", default=None)
 
 
-@contextmanager
-def running(approval_id: str) -> Iterator[None]:
+def running(approval_id: str) -> AbstractContextManager[None]:
     """Within this block the approved call ``approval_id`` passes the gate (the only way an approved call runs)."""
-    token = _RUNNING.set(approval_id)
-    try:
-        yield
-    finally:
-        _RUNNING.reset(token)
+    return scoped(_RUNNING, approval_id)
 
 
 def authority(principal: Principal) -> dict[str, Any]:

@@ -9,23 +9,20 @@ surface type reaches the action.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
+
+from forecourt.scoped import scoped
 
 Progress = Callable[[int, int], None]
 
 _PROGRESS: ContextVar[Progress | None] = ContextVar("forecourt_import_progress", default=None)
 
 
-@contextmanager
-def reporting(callback: Progress) -> Iterator[None]:
+def reporting(callback: Progress) -> AbstractContextManager[None]:
     """Within this block, an import started through the gateway reports its progress to ``callback``."""
-    token = _PROGRESS.set(callback)
-    try:
-        yield
-    finally:
-        _PROGRESS.reset(token)
+    return scoped(_PROGRESS, callback)
 
 
 def reporter() -> Progress | None:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 from prometheus_client import Counter
+
+from forecourt.scoped import scoped
 
 # (logger name prefix, message prefix, kind); a match at WARNING or above is a client fault.
 _CLIENT_FAULTS: tuple[tuple[str, str, str], ...] = (
@@ -82,11 +83,6 @@ def install() -> None:
             log.addFilter(ClientFaultFilter())
 
 
-@contextmanager
-def counting_into(counter: Counter) -> Iterator[None]:
+def counting_into(counter: Counter) -> AbstractContextManager[None]:
     """Count the client faults of the request being served into ``counter``."""
-    token = _counter.set(counter)
-    try:
-        yield
-    finally:
-        _counter.reset(token)
+    return scoped(_counter, counter)
