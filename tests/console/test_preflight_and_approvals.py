@@ -158,6 +158,21 @@ async def test_an_approved_call_does_not_run_when_the_key_that_made_it_was_revok
     assert "result" not in item
 
 
+async def test_an_approved_call_runs_with_no_more_than_the_member_holds_when_it_is_approved(rig: Rig) -> None:
+    lead_id, _update, approval_id = await _hold_lead_update(rig)
+    headers = {"Authorization": f"Bearer {rig.keys['admin']}"}
+    members = await rig.client.get(f"/admin/v1/companies/{MOTOR}/members", headers=headers)
+    crm = next(m for m in members.json()["items"] if m["id"] == "crm-agent")
+    narrowed = {**crm, "scopes": [s for s in crm["scopes"] if s != "amcp:leads:write"]}
+    saved = await rig.client.put(f"/admin/v1/companies/{MOTOR}/members/crm-agent", json=narrowed, headers=headers)
+    assert saved.status_code == 200, saved.text
+    decided = await rig.call(
+        "approvals.decide", {"company_id": MOTOR, "approval_id": approval_id, "decision": "approve"}, key="admin"
+    )
+    assert decided.json()["result"]["output"]["outcome"] == "auth.insufficient_scope"
+    assert await _lead_status(rig, lead_id, key="admin") != "lost"
+
+
 async def test_a_rejected_call_never_runs_and_its_held_input_is_erased(rig: Rig) -> None:
     lead_id, update, approval_id = await _hold_lead_update(rig)
     decided = await rig.call(

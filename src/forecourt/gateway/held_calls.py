@@ -11,6 +11,7 @@ record for the agent (``approvals.get``); the held input is erased.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -59,7 +60,14 @@ class HeldCalls:
         self.listeners = listeners
 
     async def run(self, approval_id: str, trace_id: str | None = None) -> dict[str, Any]:
-        """Run the approved call ``approval_id``; its outcome as the approver sees it (``ok`` or an error code)."""
+        """Run the approved call ``approval_id``; its outcome as the approver sees it (``ok`` or an error code).
+
+        The run is shielded: should the approver's own call end first (its timeout, a client gone), the held call
+        still runs to its end and its answer is still kept.
+        """
+        return await asyncio.shield(self._run(approval_id, trace_id))
+
+    async def _run(self, approval_id: str, trace_id: str | None) -> dict[str, Any]:
         approval = await self.book.get(approval_id)
         if approval is None or approval.status != "approved" or not approval.held:
             return {"ran": False}
