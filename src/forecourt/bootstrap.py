@@ -279,6 +279,7 @@ def _routes(services: Services) -> tuple[list[BaseRoute], list[Middleware]]:
     )
     from forecourt.surfaces.mcp.app import mcp_routes
 
+    mcp_surfaces: list[Any] = []
     routes.extend(
         mcp_routes(
             services.gateway,
@@ -286,6 +287,7 @@ def _routes(services: Services) -> tuple[list[BaseRoute], list[Middleware]]:
             events=services.events,
             hub=services.upstreams,
             tasks=services.runner,
+            expose=mcp_surfaces.append,
         )
     )  # "/mcp" exactly; "/mcp/{action}" below stays the REST envelope
     routes.extend(RestSurface(services.gateway, services.settings).routes())
@@ -312,7 +314,8 @@ def _routes(services: Services) -> tuple[list[BaseRoute], list[Middleware]]:
     if services.settings.console_enabled:
         from forecourt.surfaces.console import console_routes
 
-        routes.extend(console_routes(services.gateway, services.settings))
+        tools_for = mcp_surfaces[0].member_tools if mcp_surfaces else None
+        routes.extend(console_routes(services.gateway, services.settings, tools_for=tools_for))
     from forecourt.surfaces.access import AccessMiddleware
 
     # The access log is outermost (it sees every status, the guard's 413s too); then the guard: every surface

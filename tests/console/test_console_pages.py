@@ -26,6 +26,12 @@ async def test_tools_page_lists_what_a_member_sees_over_mcp_with_token_sizes(rig
     assert "leads.update" in crm.text
     assert "admin.keys.create" not in crm.text
     assert "tokens in <code>tools/list</code>" in crm.text
+    # Exactly the member's tools/list: the CRM toolset leaves out the model runtimes the gateway would allow it,
+    # and the sizes come from a real tokenizer.
+    assert "vertex.invokeModel" not in crm.text
+    assert "find_tools" not in crm.text
+    assert "(cl100k_base)" in crm.text
+    assert "<strong>20</strong> tools" in crm.text
 
 
 async def test_policy_validation_errors_are_shown_and_nothing_is_saved(rig: Rig) -> None:

@@ -334,6 +334,7 @@ class ConsoleViews:
         tools = [tool_view(a) for a in allowed if a.domain != "admin" and not a.name.startswith("admin.")]
         return {
             "member_id": member.id,
+            "member": member.model_dump(mode="json"),
             "tools": tools,
             "count": len(tools),
             "tokens": sum(t["tokens"] for t in tools),

@@ -16,7 +16,7 @@ from forecourt.surfaces.console import views_main as main
 from forecourt.surfaces.console import views_ops as ops
 from forecourt.surfaces.console import views_tenants as tenants
 from forecourt.surfaces.console.auth import AuthViews
-from forecourt.surfaces.console.core import HERE, SECURITY_HEADERS, ConsoleCore
+from forecourt.surfaces.console.core import HERE, SECURITY_HEADERS, ConsoleCore, ToolsFor
 
 _STATIC = {"console.css": "text/css", "console.js": "text/javascript"}
 
@@ -30,9 +30,10 @@ async def _static(request: Request) -> Response:
     return Response(body, media_type=_STATIC[name], headers=headers)
 
 
-def console_routes(gateway: Gateway, settings: Settings) -> list[BaseRoute]:
-    """The console's routes, mounted at the configured prefix."""
+def console_routes(gateway: Gateway, settings: Settings, *, tools_for: ToolsFor | None = None) -> list[BaseRoute]:
+    """The console's routes, mounted at the configured prefix (``tools_for``: a member's MCP ``tools/list``)."""
     core = ConsoleCore(gateway, settings)
+    core.tools_for = tools_for
     auth = AuthViews(core)
     page = core.page
     get, post = ["GET"], ["POST"]

@@ -17,6 +17,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from forecourt.domain.tenancy import Member
 from forecourt.errors import CsrfRejected, ForecourtError, Unauthorized
 from forecourt.gateway.base import Credentials, Invocation, Principal
 from forecourt.gateway.pipeline import Gateway
@@ -100,6 +101,8 @@ class Page:
 
 
 View = Callable[[Page], Awaitable[Response]]
+ToolsFor = Callable[[Member], Awaitable[list[Any]]]
+"""What ``tools/list`` shows a member (``McpSurface.member_tools``)."""
 
 
 class ConsoleCore:
@@ -117,6 +120,8 @@ class ConsoleCore:
             lstrip_blocks=True,
         )
         self.env.globals.update(prefix=self.prefix, nav=NAV)
+        self.tools_for: ToolsFor | None = None
+        """A member's real MCP ``tools/list`` (the MCP surface's), for the Tools page; ``None`` without MCP."""
 
     def render(self, template: str, *, status: int = 200, **context: Any) -> Response:
         """An HTML response with the console's security headers."""

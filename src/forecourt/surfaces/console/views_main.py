@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from typing import Any
 
 import orjson
 from starlette.responses import Response
 
+from forecourt.actions.console_views import estimate_tokens
+from forecourt.domain.tenancy import Member
 from forecourt.surfaces.console.charts import bars
-from forecourt.surfaces.console.core import SECURITY_HEADERS, Page
+from forecourt.surfaces.console.core import SECURITY_HEADERS, Page, ToolsFor
+from forecourt.surfaces.mcp.tokens import measure, tool_json
 
 AUDIT_FIELDS = ("since", "until", "member_id", "action", "surface", "outcome", "dealership_id", "trace_id")
 EXPORT_COLUMNS = (
@@ -70,7 +74,39 @@ async def tools(page: Page) -> Response:
     listing = None
     if chosen:
         listing = await page.call("console.tools.list", {"company_id": page.company, "member_id": chosen})
+        if page.core.tools_for is not None:
+            listing = await _as_listed(page.core.tools_for, listing)
     return page.render("tools.html", members=members, chosen=chosen, listing=listing, active="tools")
+
+
+async def _as_listed(tools_for: ToolsFor, listing: dict[str, Any]) -> dict[str, Any]:
+    """The member's tools exactly as ``tools/list`` shows them (toolset, policy, names, lean schemas), measured
+    with a real tokenizer where one is installed (the ``dev`` extra), else estimated."""
+    tools = await tools_for(Member.model_validate(listing["member"]))
+    try:
+        measured = measure(tools)
+        counts = [t["tokens"]["cl100k_base"] for t in measured["per_tool"]]
+        total, tokenizer = measured["tokens"]["cl100k_base"], "cl100k_base"
+    except RuntimeError:  # no tokenizer installed: 4 characters a token
+        counts = [estimate_tokens(json.dumps(tool_json(t), separators=(",", ":"))) for t in tools]
+        total, tokenizer = sum(counts), "estimate: 4 characters per token"
+    rows = [
+        {
+            "name": t.name,
+            "description": t.description or "",
+            "inputSchema": t.input_schema,
+            "tokens": n,
+            "side_effect": not bool(t.annotations and t.annotations.read_only_hint),
+        }
+        for t, n in zip(tools, counts, strict=True)
+    ]
+    return {
+        "member_id": listing["member_id"],
+        "tools": rows,
+        "count": len(rows),
+        "tokens": total,
+        "tokenizer": tokenizer,
+    }
 
 
 def _filters(page: Page) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -131,9 +132,15 @@ def mcp_routes(
     events: OutboxDispatcher | None,
     hub: UpstreamHub | None,
     tasks: BackgroundTasks,
+    expose: Callable[[McpSurface], None] | None = None,
 ) -> list[BaseRoute]:
-    """The MCP routes; also runs the SDK's session manager as a background task for the app's lifetime."""
+    """The MCP routes; also runs the SDK's session manager as a background task for the app's lifetime.
+
+    ``expose`` is given the surface (the console's Tools page shows each member its real ``tools/list``).
+    """
     surface = McpSurface(gateway, settings, dispatcher=events, hub=hub)
+    if expose is not None:
+        expose(surface)
     configure_keepalive(settings.mcp_sse_ping_s)
     manager = StreamableHTTPSessionManager(
         app=surface.server,

@@ -33,9 +33,10 @@ from pydantic import ValidationError
 
 from forecourt.actions.base import Action
 from forecourt.adapters.upstream.spec import ADAPTER_ID as UPSTREAM_ADAPTER_ID
+from forecourt.domain.tenancy import Member
 from forecourt.errors import Expired, ForecourtError, InvalidParams, Unauthorized
 from forecourt.events import OutboxDispatcher
-from forecourt.gateway.base import Invocation, Outcome
+from forecourt.gateway.base import Credentials, Invocation, Outcome, Principal
 from forecourt.gateway.pipeline import Gateway
 from forecourt.settings import Settings
 from forecourt.surfaces.mcp import prompts, resources, views
@@ -312,6 +313,19 @@ class McpSurface:
     def _load_key(self, caller: Caller) -> str:
         principal = caller.principal
         return caller.session_id or (principal.rate_key if principal is not None else "anonymous")
+
+    async def member_tools(self, member: Member) -> list[types.Tool]:
+        """What ``tools/list`` shows ``member`` connecting with a key of all its scopes (the console's Tools page)."""
+        principal = Principal(
+            method="api_key",
+            company_id=member.company_id,
+            member_id=member.id,
+            profile_id=member.profile_id,
+            member=member,
+            scopes=frozenset(member.scopes),
+            dealership_ids=frozenset(member.dealership_ids),
+        )
+        return await self.listed_tools(Caller(principal, Credentials(), "mcp"))
 
     async def listed_tools(self, caller: Caller) -> list[types.Tool]:
         """The tools ``tools/list`` shows ``caller``: its toolset, or a core set plus ``find_tools`` when big."""
