@@ -9,6 +9,7 @@ transaction, exactly as :meth:`SqlInventoryRepository.upsert` writes them one by
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
@@ -60,16 +61,20 @@ async def get_many_by_vin(
     for start in range(0, len(wanted), _IN_CHUNK):
         chunk = wanted[start : start + _IN_CHUNK]
         # No FOR UPDATE: every writer of vehicles takes the outbox lock first, which ``lock`` holds now.
-        stmt = _by_vin_postgres(dealership_id, chunk, columns) if ctx.is_postgres else (
-            sa.select(*columns).where(_V.dealership_id == dealership_id, _V.vin.in_(chunk))
-        )  # fmt: skip
-        for row in await ctx.conn.execute(stmt):
+        if ctx.is_postgres:
+            rows = await ctx.conn.execute(_by_vin_postgres(tuple(columns)), {"dealer": dealership_id, "vins": chunk})
+        else:
+            rows = await ctx.conn.execute(
+                sa.select(*columns).where(_V.dealership_id == dealership_id, _V.vin.in_(chunk))
+            )
+        for row in rows:
             vehicle = from_row(row)
             found[vehicle.vin] = vehicle
     return found
 
 
-def _by_vin_postgres(dealership_id: str, vins: list[str], columns: Sequence[Any]) -> sa.Select[Any]:
+@functools.cache
+def _by_vin_postgres(columns: tuple[Any, ...]) -> sa.Select[Any]:
     """One probe of the ``(dealership_id, vin)`` unique index per VIN, whatever the table's statistics say.
 
     ``vin IN (...)`` leaves the plan to the statistics, and a table that grows inside the import's
@@ -78,8 +83,10 @@ def _by_vin_postgres(dealership_id: str, vins: list[str], columns: Sequence[Any]
     lateral subquery with ``LIMIT 1`` (never flattened into a join) that matches every column of the
     unique key has one plan only: a nested loop over the VINs with an index lookup each.
     """
-    keys = sa.func.unnest(sa.literal(vins, postgresql.ARRAY(sa.String()))).table_valued("vin").render_derived("k")
-    probe = sa.select(*columns).where(_V.dealership_id == dealership_id, _V.vin == keys.c.vin).limit(1).lateral("v")
+    vins = sa.bindparam("vins", type_=postgresql.ARRAY(sa.String()))
+    keys = sa.func.unnest(vins).table_valued("vin").render_derived("k")
+    dealer = sa.bindparam("dealer", type_=sa.String())
+    probe = sa.select(*columns).where(_V.dealership_id == dealer, _V.vin == keys.c.vin).limit(1).lateral("v")
     return sa.select(*probe.c).select_from(keys).join(probe, sa.true())
 
 
@@ -105,10 +112,26 @@ async def write_import(
     if changed:
         await _update_changed(ctx, changed, now, to_row)
         events.extend(_event(v, ChangeType.UPDATED, now) for v in changed)
+    await _refresh_verified(ctx, verified, at)
+    await _insert_rows(ctx, outbox, events)
+
+
+_VERIFY_POSTGRES = (
+    sa.update(vehicles)
+    .where(_V.id == sa.func.any(sa.bindparam("ids", type_=postgresql.ARRAY(sa.String()))))
+    .values(last_verified_at=sa.bindparam("at", type_=vehicles.c.last_verified_at.type))
+)
+
+
+async def _refresh_verified(ctx: TxContext, verified: Sequence[str], at: datetime) -> None:
+    """``last_verified_at = at`` for these ids: one statement per batch (PostgreSQL: one array parameter)."""
+    if ctx.is_postgres:
+        if verified:
+            await ctx.conn.execute(_VERIFY_POSTGRES, {"ids": list(verified), "at": at})
+        return
     for start in range(0, len(verified), _IN_CHUNK):
         ids = list(verified[start : start + _IN_CHUNK])
         await ctx.conn.execute(sa.update(vehicles).where(_V.id.in_(ids)).values(last_verified_at=at))
-    await _insert_rows(ctx, outbox, events)
 
 
 async def _insert_rows(ctx: TxContext, table: sa.Table, rows: list[dict[str, Any]]) -> None:
