@@ -2,9 +2,10 @@
 
 The importer reads a batch's stored vehicles with :func:`get_many_by_vin`, decides per vehicle whether it
 is new, changed or unchanged, and hands the three lists to :func:`write_import`: new vehicles go in with
-multi-row inserts, changed ones with one executemany ``UPDATE``, unchanged ones only get
-``last_verified_at`` refreshed; ``created``/``updated`` change events go to the outbox in the same
-transaction, exactly as :meth:`SqlInventoryRepository.upsert` writes them one by one.
+``COPY`` (PostgreSQL) or an executemany ``INSERT`` (SQLite), changed ones with one executemany ``UPDATE``,
+unchanged ones only get ``last_verified_at`` refreshed (one ``UPDATE`` per batch); ``created``/``updated``
+change events go to the outbox in the same transaction, exactly as :meth:`SqlInventoryRepository.upsert`
+writes them one by one.
 """
 
 from __future__ import annotations
