@@ -75,7 +75,7 @@ async def get_many_by_vin(
 
 
 @functools.cache
-def _by_vin_postgres(columns: tuple[Any, ...]) -> sa.Select[Any]:
+def _by_vin_postgres(columns: tuple[Any, ...]) -> sa.Select[*tuple[Any, ...]]:
     """One probe of the ``(dealership_id, vin)`` unique index per VIN, whatever the table's statistics say.
 
     ``vin IN (...)`` leaves the plan to the statistics, and a table that grows inside the import's
