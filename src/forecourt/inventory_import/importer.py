@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -280,22 +281,15 @@ async def import_feed(
         batches = _Batches(uow.inventory, dealership, at, report, write=not dry_run)
         if progress:
             progress(len(raw.rejected), total)
-        writing: asyncio.Task[list[RejectedRow]] | None = None
+        writes = _Writes(batches, progress, len(raw.rejected), total)
         try:
             for start in range(0, len(raw.records), batch_rows):
                 rows = await _validate_yielding(validator, raw.records[start : start + batch_rows], rejected)
-                if writing is not None:
-                    rejected.extend(await writing)
-                if progress:
-                    progress(len(raw.rejected) + start, total)
-                # The next batch is validated while this one is written: the database works on its own
-                # thread (SQLite) or process (PostgreSQL) while this thread parses.
-                writing = asyncio.create_task(batches.apply(rows)) if rows else None
-            if writing is not None:
-                rejected.extend(await writing)
+                rejected.extend(await writes.make_room())
+                writes.queue(rows, min(start + batch_rows, len(raw.records)))
+            rejected.extend(await writes.drain())
         finally:
-            if writing is not None and not writing.done():
-                writing.cancel()
+            await writes.cancel()
         if progress:
             progress(total, total)
         present = set(validator.first_line) | _valid_rejected_vins(rejected)
@@ -317,6 +311,67 @@ async def import_feed(
 
 
 _YIELD_EVERY = 200
+_WRITES_AHEAD = 3
+
+
+class _Writes:
+    """Batches being applied, one after the other, while the next ones are validated.
+
+    The database works on its own thread (SQLite) or process (PostgreSQL): this thread parses up to
+    ``_WRITES_AHEAD`` batches ahead of it instead of waiting for each batch's round trips. Each batch's
+    apply starts when the one before it is done, so they reach the store in feed order, as before.
+    """
+
+    def __init__(self, batches: _Batches, progress: ProgressCallback | None, skipped: int, total: int) -> None:
+        self.batches = batches
+        self.progress = progress
+        self.skipped = skipped
+        self.total = total
+        self.pending: deque[tuple[asyncio.Task[list[RejectedRow]], int]] = deque()
+
+    def queue(self, rows: list[FeedRow], end: int) -> None:
+        """Apply ``rows`` (the records up to ``end``) once the batches queued before are applied."""
+        if rows:
+            previous = self.pending[-1][0] if self.pending else None
+            self.pending.append((asyncio.create_task(self._apply_after(previous, rows)), end))
+
+    async def _apply_after(
+        self, previous: asyncio.Task[list[RejectedRow]] | None, rows: list[FeedRow]
+    ) -> list[RejectedRow]:
+        if previous is not None:
+            await asyncio.wait([previous])  # its outcome is the caller's to collect, in order
+            if previous.cancelled() or previous.exception() is not None:
+                return []
+        return await self.batches.apply(rows)
+
+    async def _collect(self) -> list[RejectedRow]:
+        task, end = self.pending.popleft()
+        rejected = await task
+        if self.progress:
+            self.progress(self.skipped + end, self.total)
+        return rejected
+
+    async def make_room(self) -> list[RejectedRow]:
+        """Wait for the oldest batches until fewer than ``_WRITES_AHEAD`` are queued; their rejected rows."""
+        rejected: list[RejectedRow] = []
+        while len(self.pending) >= _WRITES_AHEAD:
+            rejected.extend(await self._collect())
+        return rejected
+
+    async def drain(self) -> list[RejectedRow]:
+        """Wait for every queued batch; their rejected rows."""
+        rejected: list[RejectedRow] = []
+        while self.pending:
+            rejected.extend(await self._collect())
+        return rejected
+
+    async def cancel(self) -> None:
+        """Stop what is still queued (after a failure) and wait until it has stopped."""
+        tasks = [task for task, _ in self.pending]
+        self.pending.clear()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _validate_yielding(

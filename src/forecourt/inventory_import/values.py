@@ -109,6 +109,18 @@ def _parse_price(value: Any, currency: str, field: str) -> Money:
 
 def parse_year(value: Any, year_max: int) -> int:
     """A model year between 1900 and ``year_max``."""
+    if type(value) is str:
+        return _parse_text_year(value, year_max)
+    return _parse_year(value, year_max)
+
+
+@lru_cache(maxsize=4096)
+def _parse_text_year(value: str, year_max: int) -> int:
+    """A feed repeats a few dozen model years, so parsed text years are memoised (failures are not)."""
+    return _parse_year(value, year_max)
+
+
+def _parse_year(value: Any, year_max: int) -> int:
     number = _integer(value, "year")
     if not 1900 <= number <= year_max:
         raise FieldError("bad_number", "year", f"year must be between 1900 and {year_max}")
@@ -139,7 +151,8 @@ def parse_mileage(value: Any, default_unit: str = "mi") -> Measure:
         raise FieldError("bad_number", "mileage", "mileage is not a distance")
     unit = "km" if (match["unit"] or default_unit).lower().startswith("k") else "mi"
     number = Decimal(match["num"].replace(",", ""))
-    return Measure(value=int(number.to_integral_value()), unit=unit)
+    # The pattern admits only unsigned numbers and the unit is one of the two: nothing left to validate.
+    return construct(Measure, {"value": int(number.to_integral_value()), "unit": unit})
 
 
 def parse_distance_unit(value: Any) -> str:
