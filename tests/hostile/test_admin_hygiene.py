@@ -174,3 +174,15 @@ async def test_a_uri_that_cannot_be_read_cannot_be_subscribed(
     assert "error" in read, read
     assert "error" in subscribed, subscribed
     assert subscribed["error"]["data"]["code"] == read["error"]["data"]["code"]
+
+
+async def test_a_member_with_an_unknown_toolset_is_refused_and_nothing_is_saved(rig: Rig) -> None:
+    listed = (await rig.client.get(f"{ADMIN}/members", headers=_admin(rig))).json()["items"]
+    crm = next(m for m in listed if m["id"] == "crm-agent")
+    response = await rig.client.put(
+        f"{ADMIN}/members/crm-agent", headers=_admin(rig), json={**crm, "toolset": "everything"}
+    )
+    assert response.status_code == 422, response.text
+    assert error_code_of(response.json()) == "invalid_params"
+    after = (await rig.client.get(f"{ADMIN}/members", headers=_admin(rig))).json()["items"]
+    assert next(m for m in after if m["id"] == "crm-agent")["toolset"] == crm["toolset"]

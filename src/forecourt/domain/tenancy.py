@@ -134,7 +134,7 @@ class Member(BaseModel):
     cert_fingerprint: str | None = None
     agent_config: dict[str, Any] = Field(default_factory=dict)
     active: bool = True
-    toolset: str | None = None
+    toolset: ToolsetName | None = None
     """Role toolset offered over MCP (``crm``, ``service``, ``inventory``, ``models``, ``workflows``, ``buyer``,
     ``admin``); ``None``: every tool the member may call. It shapes what is listed, not what is permitted."""
     tool_names: str | None = None
