@@ -33,6 +33,18 @@ async def test_dry_run_refuses_a_redaction_that_breaks_the_public_agent_and_save
     assert all(p["redact_fields"] == [] for p in stored.json()["items"])
 
 
+async def test_dry_run_shows_the_tools_a_policys_toolsets_would_stop_offering_each_member(rig: Rig) -> None:
+    headers = {"Authorization": f"Bearer {rig.keys['admin']}"}
+    url = f"/admin/v1/companies/{MOTOR}/policies/{DEFAULT_POLICY}"
+    report = await rig.client.put(url, params={"dry_run": "true"}, json={"toolsets": ["service"]}, headers=headers)
+    members = {m["member_id"]: m for m in report.json()["members"]}
+    crm = members["crm-agent"]
+    assert "leads.update" in crm["unlisted"]  # the crm toolset's leads tools are not in the service toolset
+    assert "leads.update" not in crm["lost"]  # still callable: a toolset shapes what is offered, not permitted
+    assert "service.book_appointment" not in crm["unlisted"]
+    assert crm["listed"] < crm["tools"]
+
+
 async def test_console_policy_save_runs_the_preflight_and_refuses_a_breaking_change(rig: Rig) -> None:
     async with _client(rig) as client:
         await sign_in(client, rig.keys["admin"])

@@ -17,10 +17,10 @@ from mcp import MCPError
 from mcp_support import MOTOR, TOYOTA, LiveServer, Template, http_client, mcp_client, settings_for
 from pydantic import ValidationError
 
+from forecourt.actions.toolsets import LLM_NAME, llm_name, llm_names
 from forecourt.domain.tenancy import Policy
 from forecourt.store import open_store_url
 from forecourt.surfaces.mcp.tokens import ENCODINGS, count_tokens, list_json, o200k_vocab_file, token_counts
-from forecourt.surfaces.mcp.toolsets import LLM_NAME, llm_name, llm_names
 from forecourt.surfaces.mcp.views import VEHICLE
 
 ERAS = [("legacy", "2025-11-25"), ("auto", "2026-07-28")]

@@ -16,6 +16,7 @@ import httpx
 
 from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionContext
 from forecourt.actions.console_common import console_action, require_admin
+from forecourt.actions.toolsets import offered
 from forecourt.domain.tenancy import Policy
 from forecourt.errors import InvalidParams
 from forecourt.gateway.base import Principal
@@ -115,14 +116,21 @@ class PolicyPreflight:
             dealership_ids=frozenset(member.dealership_ids),
         )
         with policy_overlay(company_id, current):
-            before = {a.name for a in await self.gateway.allowed_actions(principal, None) if a.domain != "admin"}
+            before = [a for a in await self.gateway.allowed_actions(principal, None) if a.domain != "admin"]
         with policy_overlay(company_id, would_be):
-            after = {a.name for a in await self.gateway.allowed_actions(principal, None) if a.domain != "admin"}
+            after = [a for a in await self.gateway.allowed_actions(principal, None) if a.domain != "admin"]
+        # What tools/list offers: the callable tools in the member's toolset and the policies' (actions/toolsets.py).
+        listed_before = {a.name for a in before if offered(a, member.toolset, current)}
+        listed_after = {a.name for a in after if offered(a, member.toolset, would_be)}
+        names_before, names_after = {a.name for a in before}, {a.name for a in after}
         return {
             "member_id": member.id,
-            "tools": len(after),
-            "lost": sorted(before - after)[:50],
-            "gained": sorted(after - before)[:50],
+            "tools": len(names_after),
+            "lost": sorted(names_before - names_after)[:50],
+            "gained": sorted(names_after - names_before)[:50],
+            "listed": len(listed_after),
+            "unlisted": sorted(listed_before - listed_after)[:50],
+            "newly_listed": sorted(listed_after - listed_before)[:50],
         }
 
 

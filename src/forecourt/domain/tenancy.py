@@ -106,7 +106,7 @@ class MemberKind(StrEnum):
 
 ToolsetName = Literal["crm", "service", "inventory", "models", "workflows", "buyer", "admin"]
 """An MCP role toolset (what each holds, and how a member's and the policies' toolsets combine:
-``surfaces/mcp/toolsets.py``)."""
+``actions/toolsets.py``)."""
 
 TOOLSET_NAMES: tuple[str, ...] = get_args(ToolsetName)
 """The MCP role toolsets a member, an API key or a company policy may name."""

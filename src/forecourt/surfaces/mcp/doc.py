@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from forecourt.actions.base import Action, Catalogue
+from forecourt.actions.toolsets import TOOLSETS, in_toolset
 from forecourt.surfaces.mcp.tokens import measure
 from forecourt.surfaces.mcp.tools import ToolSet, exposed, tool_name
-from forecourt.surfaces.mcp.toolsets import TOOLSETS, in_toolset
 
 BEGIN = "<!-- tools:begin -->"
 END = "<!-- tools:end -->"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import mcp_types as types
 from mcp import MCPError
 
-from forecourt.surfaces.mcp.toolsets import llm_name
+from forecourt.actions.toolsets import llm_name
 from forecourt.surfaces.mcp.uris import collection_uri, dealer_uri, item_uri
 
 _ID = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")

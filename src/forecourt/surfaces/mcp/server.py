@@ -32,6 +32,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from forecourt.actions.base import Action
+from forecourt.actions.toolsets import NameMode, name_mode, offered
 from forecourt.adapters.upstream.spec import ADAPTER_ID as UPSTREAM_ADAPTER_ID
 from forecourt.domain.tenancy import Member
 from forecourt.errors import Expired, ForecourtError, InvalidParams, Unauthorized
@@ -56,7 +57,6 @@ from forecourt.surfaces.mcp.tools import (
     success_result,
     too_large,
 )
-from forecourt.surfaces.mcp.toolsets import NameMode, name_mode, offered
 from forecourt.surfaces.mcp.uris import parse_uri
 from forecourt.surfaces.mcp.watching import Watching, require_principal
 

@@ -26,10 +26,10 @@ import orjson
 from mcp import MCPError
 
 from forecourt.actions.base import Action, Catalogue
+from forecourt.actions.toolsets import NameMode, llm_name, llm_names
 from forecourt.errors import ForecourtError
 from forecourt.surfaces.mcp import schemas, views
 from forecourt.surfaces.mcp.errors import ResultTooLarge
-from forecourt.surfaces.mcp.toolsets import NameMode, llm_name, llm_names
 from forecourt.surfaces.mcp.uris import item_uri
 
 AAP_PREFIX = "aap."
