@@ -320,15 +320,7 @@ class ConsoleViews:
             member = await uow.tenancy.get_member(company_id, str(payload["member_id"]))
         if member is None or self.gateway is None:
             raise NotFound("Member not found.")
-        principal = Principal(
-            method="api_key",
-            company_id=company_id,
-            member_id=member.id,
-            profile_id=member.profile_id,
-            member=member,
-            scopes=frozenset(member.scopes),
-            dealership_ids=frozenset(member.dealership_ids),
-        )
+        principal = Principal.of_member(member)
         dealership_id = text(payload, "dealership_id")
         allowed = await self.gateway.allowed_actions(principal, dealership_id)
         tools = [tool_view(a) for a in allowed if a.domain != "admin" and not a.name.startswith("admin.")]

@@ -106,15 +106,7 @@ class PolicyPreflight:
         ]
 
     async def _tools(self, member: Any, current: list[Policy], would_be: list[Policy], company_id: str) -> Any:
-        principal = Principal(
-            method="api_key",
-            company_id=company_id,
-            member_id=member.id,
-            profile_id=member.profile_id,
-            member=member,
-            scopes=frozenset(member.scopes),
-            dealership_ids=frozenset(member.dealership_ids),
-        )
+        principal = Principal.of_member(member)
         with policy_overlay(company_id, current):
             before = [a for a in await self.gateway.allowed_actions(principal, None) if a.domain != "admin"]
         with policy_overlay(company_id, would_be):

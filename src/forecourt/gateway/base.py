@@ -57,6 +57,21 @@ class Principal:
             return self.member.agent_id
         return None
 
+    @classmethod
+    def of_member(cls, member: Member, method: AuthMethod = "api_key", **more: Any) -> Principal:
+        """``member`` with all its own scopes and rooftops (a credential that narrows nothing); ``more`` sets the
+        rest (``subject``, ``expires_at``, ``client_address``, ...)."""
+        return cls(
+            method=method,
+            company_id=member.company_id,
+            member_id=member.id,
+            profile_id=member.profile_id,
+            member=member,
+            scopes=frozenset(member.scopes),
+            dealership_ids=frozenset(member.dealership_ids),
+            **more,
+        )
+
     @property
     def anonymous(self) -> bool:
         """Whether the caller presented no credential (public AAP skills only)."""

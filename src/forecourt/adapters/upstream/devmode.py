@@ -31,15 +31,5 @@ async def configured_member(store: Store, setting: str) -> Principal:
     if member is None or not member.active:
         logger.warning("FORECOURT_MCP_ANONYMOUS_MEMBER names no active member")
         raise Unauthorized()
-    return Principal(
-        # An ordinary member principal (never "internal", which skips authorization).
-        method="api_key",
-        company_id=member.company_id,
-        member_id=member.id,
-        profile_id=member.profile_id,
-        member=member,
-        scopes=frozenset(member.scopes),
-        dealership_ids=frozenset(member.dealership_ids),
-        key_prefix="anonymous-member",
-        subject=member.id,
-    )
+    # An ordinary member principal (never "internal", which skips authorization).
+    return Principal.of_member(member, key_prefix="anonymous-member", subject=member.id)

@@ -220,14 +220,9 @@ class MtlsAuthenticator:
         member = await self._member(fingerprint, company_hint)
         if self._require_cn and _common_name(cert) != member.id:
             raise Unauthorized("The client certificate does not name this member.")
-        return Principal(
-            method="mtls",
-            company_id=member.company_id,
-            member_id=member.id,
-            profile_id=member.profile_id,
-            member=member,
-            scopes=frozenset(member.scopes),
-            dealership_ids=frozenset(member.dealership_ids),
+        return Principal.of_member(
+            member,
+            "mtls",
             expires_at=cert.not_valid_after_utc,
             subject=cert.subject.rfc4514_string(),
             client_address=credentials.peer_address,

@@ -316,16 +316,7 @@ class McpSurface:
 
     async def member_tools(self, member: Member) -> list[types.Tool]:
         """What ``tools/list`` shows ``member`` connecting with a key of all its scopes (the console's Tools page)."""
-        principal = Principal(
-            method="api_key",
-            company_id=member.company_id,
-            member_id=member.id,
-            profile_id=member.profile_id,
-            member=member,
-            scopes=frozenset(member.scopes),
-            dealership_ids=frozenset(member.dealership_ids),
-        )
-        return await self.listed_tools(Caller(principal, Credentials(), "mcp"))
+        return await self.listed_tools(Caller(Principal.of_member(member), Credentials(), "mcp"))
 
     async def listed_tools(self, caller: Caller) -> list[types.Tool]:
         """The tools ``tools/list`` shows ``caller``: its toolset, or a core set plus ``find_tools`` when big."""
