@@ -124,6 +124,23 @@ async def test_a_cached_result_is_still_authorized_per_caller(rig: Rig) -> None:
     assert response.json()["result"] is None
 
 
+async def test_a_script_that_changes_a_cached_output_it_was_handed_leaves_the_next_answer_unchanged(rig: Rig) -> None:
+    first = (await rig.call("dealer.information", {"dealership_id": TOYOTA})).json()["result"]
+    await rig.call("dealer.information", {"dealership_id": TOYOTA})  # now cached: one shared output
+
+    async def script(payload: Mapping[str, Any], ctx: ExecutionContext) -> Any:
+        handed = await ctx.invoke("dealer.information", {"dealership_id": TOYOTA})
+        handed["name"] = "Changed by a script"
+        handed["address"]["city"] = "Nowhere"
+        return {"changed": handed["name"]}
+
+    register_action(rig.services, "test.changing_script", script)
+    assert (await rig.call("test.changing_script", {"dealership_id": TOYOTA})).status_code == 200
+    again = (await rig.call("dealer.information", {"dealership_id": TOYOTA})).json()["result"]
+    assert again["output"] == first["output"]
+    assert sample(rig, "forecourt_cache_hits_total", {"action": "dealer.information"}) == 3
+
+
 # ---------------------------------------------------------------- idempotency
 
 

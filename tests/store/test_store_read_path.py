@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError
 
+from forecourt.actions.representations import VEHICLE_REPRESENTATIONS, VehicleReprs, vehicle_repr
 from forecourt.demo import load_demo
 from forecourt.domain.vehicle import InventoryFilters, InventoryQuery
 from forecourt.store import SqlStore, create_engine, upgrade_async
@@ -127,3 +128,58 @@ async def test_a_search_built_without_validation_still_runs(file_store: SqlStore
     async with file_store.read() as uow:
         page = await uow.inventory.search(unhashable)
     assert page.total == len(page.items)
+
+
+async def test_searched_vehicles_equal_their_validated_rows_and_an_unchanged_row_gives_the_same_vehicle(
+    store: SqlStore,
+) -> None:
+    await load_demo(store, vehicles_per_dealership=25)
+    async with store.transaction() as uow:
+        assert isinstance(uow, SqlUnitOfWork)
+        rows = list(await uow.connection.execute(sa.select(*_SELECT_COLUMNS).select_from(vehicles)))
+        dealership = rows[0]._mapping["dealership_id"]
+        query = InventoryQuery(
+            dealership_id=dealership, filters=InventoryFilters(include_unavailable=True), offset=0, limit=100
+        )
+        first = (await uow.inventory.search(query)).items
+        again = (await uow.inventory.search(query)).items
+    checked = {v.id: validated_vehicle_from_row(r) for r in rows for v in [vehicle_from_row(r)]}
+    assert len(first) >= 25
+    for found in first:
+        assert found == checked[found.id]
+        assert found.model_dump(mode="json") == checked[found.id].model_dump(mode="json")
+        assert type(found.status) is type(checked[found.id].status)
+    assert all(a is b for a, b in zip(first, again, strict=True))
+
+
+async def test_a_changed_row_is_built_again_and_its_representation_follows(store: SqlStore) -> None:
+    await seed_tenancy(store)
+    async with store.transaction() as uow:
+        await uow.inventory.upsert(vehicle(1))
+    query = InventoryQuery(dealership_id=DEALER, filters=InventoryFilters(), offset=0, limit=10)
+    async with store.transaction() as uow:
+        (before,) = (await uow.inventory.search(query)).items
+    repr_before = VEHICLE_REPRESENTATIONS.of([before])[0]
+    assert VEHICLE_REPRESENTATIONS.of([before])[0] is repr_before
+    async with store.transaction() as uow:
+        await uow.inventory.upsert(vehicle(1, price=1_234_500))
+    async with store.transaction() as uow:
+        (after,) = (await uow.inventory.search(query)).items
+    assert after is not before
+    assert after.price.amount_minor == 1_234_500
+    repr_after = VEHICLE_REPRESENTATIONS.of([after])[0]
+    assert repr_after["price"] == {"amount_minor": 1_234_500, "currency": "USD"}
+    assert repr_before["price"] != repr_after["price"]
+    assert repr_after == vehicle_repr(after)
+
+
+def test_vehicle_representations_are_kept_by_identity_and_bounded() -> None:
+    memo = VehicleReprs(size=2)
+    a, b, c = vehicle(1), vehicle(2), vehicle(3)
+    equal_to_a = vehicle(1)
+    first = memo.of([a, b])
+    assert memo.of([a])[0] is first[0]
+    assert memo.of([equal_to_a])[0] is not first[0]  # another object: represented afresh
+    assert memo.of([equal_to_a])[0] == first[0]
+    memo.of([c])
+    assert memo.of([b])[0] is not first[1]  # evicted: the memo holds two

@@ -26,7 +26,7 @@ from forecourt.actions.common import (
     result,
 )
 from forecourt.actions.paging import next_cursor, open_page, page_output
-from forecourt.actions.representations import dealership_repr, vehicle_repr
+from forecourt.actions.representations import VEHICLE_REPRESENTATIONS, dealership_repr, vehicle_repr
 from forecourt.domain.vehicle import Condition, InventoryFilters, InventoryQuery, SortField, Vehicle, VehicleStatus
 from forecourt.errors import DealershipNotFound, VehicleNotFound
 
@@ -183,7 +183,7 @@ async def inventory_search(payload: Mapping[str, Any], ctx: ExecutionContext) ->
     query = build_query(dealership_id, payload, offset=page.offset, limit=page.limit)
     async with ctx.store.transaction() as uow:
         found = await uow.inventory.search(query)
-    items = [vehicle_repr(v) for v in found.items]
+    items = VEHICLE_REPRESENTATIONS.of(found.items)
     cursor = next_cursor(ctx.settings, page, len(items), found.total)
     return result(page_output(items, cursor, found.total), total=found.total)
 

@@ -7,6 +7,8 @@ timestamps with an offset; enum values in snake_case.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Iterable
 from datetime import datetime, tzinfo
 from typing import Any
 
@@ -71,6 +73,44 @@ def vehicle_repr(v: Vehicle) -> dict[str, Any]:
         "updated_at": ts(v.updated_at),
         "sold_at": ts(v.sold_at),
     }
+
+
+VEHICLE_REPRS = 2048
+
+
+class VehicleReprs:
+    """The representations of the last ``size`` vehicles represented, by the vehicle object's identity.
+
+    Vehicles are frozen and the SQL store hands out the same object for an unchanged row (``DriverRows``), so a
+    page of vehicles seen before is represented without formatting 27 fields each again. An entry holds its
+    vehicle, so an identity is not reused while it is kept. The representations are shared by the pages that
+    hold them: outputs are read-only past the action (redaction copies; workflows and the console get copies).
+    """
+
+    def __init__(self, size: int = VEHICLE_REPRS) -> None:
+        self._size = size
+        self._entries: OrderedDict[int, tuple[Vehicle, dict[str, Any]]] = OrderedDict()
+
+    def of(self, vehicles: Iterable[Vehicle]) -> list[dict[str, Any]]:
+        """The representation of each vehicle, in order."""
+        entries = self._entries
+        out: list[dict[str, Any]] = []
+        for v in vehicles:
+            entry = entries.get(id(v))
+            if entry is not None and entry[0] is v:
+                entries.move_to_end(id(v))
+                out.append(entry[1])
+                continue
+            rep = vehicle_repr(v)
+            entries[id(v)] = (v, rep)
+            if len(entries) > self._size:
+                entries.popitem(last=False)
+            out.append(rep)
+        return out
+
+
+VEHICLE_REPRESENTATIONS = VehicleReprs()
+"""The process's memo of vehicle representations (``inventory.search`` pages)."""
 
 
 def _hours(hours: dict[str, DayHours]) -> dict[str, Any]:

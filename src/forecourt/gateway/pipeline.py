@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import dataclasses
 import logging
 import time
@@ -504,7 +505,10 @@ class Gateway:
                 session_id=parent.session_id,
                 allow_side_effects=parent.allow_side_effects,
             )
-            return (await self.invoke(child)).output
+            outcome = await self.invoke(child)
+            # Outputs are read-only past the gateway (a cached one is shared with every call that hit it, and a
+            # page's items with later pages: stored_results, actions/representations): a script gets a copy.
+            return copy.deepcopy(outcome.output)
 
         return invoke
 

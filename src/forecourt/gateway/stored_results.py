@@ -9,11 +9,18 @@ Both stages wrap the adapter call (``run``) and answer from a stored result when
   second call is refused ``idempotency.in_progress``), completed with its result afterwards (a replay with the
   same payload gets it back; another payload under the same key is ``idempotency.conflict``), released when
   the write fails so that it can be retried.
+
+A cache hit is answered from bytes the backend holds (memory or Redis). Decoding a page of full records is most
+of a hit's work, so the last results this process decoded are kept beside their bytes (:class:`DecodedResults`):
+a hit whose bytes are the ones decoded before reuses that result. Such a result is shared by every call that
+hits it, so the output of a cached outcome (``Outcome.cached``) is read-only: surfaces serialize or project it,
+and anything that hands it to code that may change it (a workflow's script) gives that code a copy.
 """
 
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
@@ -26,6 +33,7 @@ from forecourt.gateway.base import IdempotencyStore, ResultCache
 from forecourt.gateway.redact import canonical_json, digest
 
 IDEMPOTENCY_TTL_S = 24 * 3600.0
+DECODED_RESULTS = 256
 
 Run = Callable[[], Awaitable[AdapterResult]]
 Span = Callable[[str], AbstractContextManager[Any]]
@@ -52,12 +60,43 @@ def _restored(body: bytes | str) -> AdapterResult:
     return AdapterResult(output=data["output"], result_type=data["type"], metadata=data["metadata"])
 
 
+class DecodedResults:
+    """The last ``size`` cached results this process decoded, each beside the bytes it was decoded from.
+
+    A hit reuses a result only when the backend's bytes equal the ones it came from (the memory backend returns
+    the very object; Redis an equal copy, compared in one ``memcmp``), so a result written again by another
+    replica is decoded afresh.
+    """
+
+    def __init__(self, size: int = DECODED_RESULTS) -> None:
+        self._size = size
+        self._entries: OrderedDict[str, tuple[bytes | str, AdapterResult]] = OrderedDict()
+
+    def restore(self, key: str, body: bytes | str) -> AdapterResult:
+        """The result stored under ``key`` as ``body``, decoded once per distinct body."""
+        entry = self._entries.get(key)
+        if entry is not None and (entry[0] is body or entry[0] == body):
+            self._entries.move_to_end(key)
+            return entry[1]
+        result = _restored(body)
+        self.keep(key, body, result)
+        return result
+
+    def keep(self, key: str, body: bytes | str, result: AdapterResult) -> None:
+        """Remember ``result`` as the decoding of ``body`` (just stored under ``key``)."""
+        self._entries[key] = (body, result)
+        self._entries.move_to_end(key)
+        if len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
+
 class StoredResults:
     """The result cache and the idempotency store, as stages around an adapter call."""
 
     def __init__(self, cache: ResultCache, idempotency: IdempotencyStore) -> None:
         self.cache = cache
         self.idempotency = idempotency
+        self.decoded = DecodedResults()
 
     async def cached(
         self, action_name: str, version: str, scope: str, payload: Any, ttl_s: float, run: Run, span: Span = _no_span
@@ -67,9 +106,11 @@ class StoredResults:
         with span("gateway.cache"):
             cached = await self.cache.get(key)
         if cached is not None:
-            return _restored(cached), True
+            return self.decoded.restore(key, cached), True
         result = await run()
-        await self.cache.set(key, _stored(result), ttl_s)
+        body = _stored(result)
+        await self.cache.set(key, body, ttl_s)
+        self.decoded.keep(key, body, result)
         return result, False
 
     async def idempotent(self, key: str, payload: Any, run: Run, span: Span = _no_span) -> tuple[AdapterResult, bool]:

@@ -7,6 +7,7 @@ the operator's session calls as the internal operator principal, exactly like th
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -167,7 +168,9 @@ class ConsoleCore:
             principal=principal,
             traceparent=request.headers.get("traceparent"),
         )
-        return (await self.gateway.invoke(inv)).output
+        outcome = await self.gateway.invoke(inv)
+        # Outputs are read-only past the gateway (shared by calls: gateway/stored_results.py): pages get a copy.
+        return copy.deepcopy(outcome.output)
 
     def page(self, view: View, *, write: bool = False) -> Callable[[Request], Awaitable[Response]]:
         """A Starlette endpoint around ``view``: session required, CSRF checked on posts, errors as pages."""

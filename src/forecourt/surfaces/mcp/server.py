@@ -45,6 +45,7 @@ from forecourt.surfaces.mcp.discovery import FIND_TOOLS, FIND_TOOLS_TOOL, Loaded
 from forecourt.surfaces.mcp.federation.handlers import Federation
 from forecourt.surfaces.mcp.http import CALLER_KEY, Caller
 from forecourt.surfaces.mcp.manifest import manifest
+from forecourt.surfaces.mcp.rendered import RenderedResults
 from forecourt.surfaces.mcp.sessions import SubscriptionRegistry
 from forecourt.surfaces.mcp.subscriptions import SubscriptionRelay
 from forecourt.surfaces.mcp.tools import (
@@ -125,6 +126,7 @@ class McpSurface:
         self.legacy_registry: SubscriptionRegistry | None = None
         """Where legacy HTTP sessions' subscriptions live (set by the HTTP app; ``None`` for stdio)."""
         self.max_result_bytes = settings.mcp_max_result_bytes
+        self.rendered = RenderedResults()
         self.federation = Federation(self, hub) if hub is not None else None
         federated = self.federation
         self.watching = Watching(self)
@@ -408,9 +410,13 @@ class McpSurface:
 
         try:
             outcome = await invoke(arguments)
+            if outcome.cached and (hit := self.rendered.get(outcome.output, action.name, view, modern)) is not None:
+                return hit
             result = success_result(action, outcome.output, max_bytes=self.max_result_bytes, view=view, modern=modern)
             if result is None:
                 result = await self._fit(invoke, action, arguments, outcome.output, view=view, modern=modern)
+            elif outcome.cached:
+                self.rendered.keep(outcome.output, action.name, view, modern, result)
         except ForecourtError as exc:
             return error_wire(exc)
         return result
