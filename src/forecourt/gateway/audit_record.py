@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -82,4 +82,4 @@ class CallState:
     error_code: str | None = None
     result_class: str = "ok"
     extra: dict[str, Any] = field(default_factory=dict)
-    audit_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    audit_id: str = field(default_factory=lambda: os.urandom(16).hex())  # 128 random bits, as uuid4 less its work

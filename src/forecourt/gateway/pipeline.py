@@ -11,8 +11,8 @@ import contextlib
 import copy
 import dataclasses
 import logging
+import os
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
@@ -266,7 +266,7 @@ class Gateway:
             return inv.trace_id[:128]
         if span_ctx.is_valid:
             return format(span_ctx.trace_id, "032x")
-        return (inv.trace_id or uuid.uuid4().hex)[:128]
+        return (inv.trace_id or os.urandom(16).hex())[:128]
 
     def _span(self, call: CallState, name: str) -> AbstractContextManager[Any]:
         """A child span for one stage, or nothing when the call's trace is not being recorded."""
