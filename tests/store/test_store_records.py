@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -182,3 +183,17 @@ async def test_updating_an_unknown_delivery_raises_not_found(store: SqlStore) ->
 
 async def test_ping_answers_true_while_open(store: SqlStore) -> None:
     assert await store.ping() is True
+
+
+async def test_audit_records_read_back_as_written_whatever_their_arguments_hold(store: SqlStore) -> None:
+    plain = _audit(1)
+    scripted = _audit(2, args_redacted={"when": T0, "amount": Decimal("12.50"), "nested": {"at": [T0]}})
+    async with store.transaction() as uow:
+        await uow.audit.add_many([plain, scripted])
+        await uow.audit.add_many([plain])  # already stored: skipped
+    async with store.transaction() as uow:
+        stored = await uow.audit.page("c1")
+    assert [r.id for r in stored] == ["aud-001", "aud-002"]
+    assert stored[0] == plain
+    assert stored[1].args_redacted == scripted.model_dump(mode="json")["args_redacted"]
+    assert stored[1].occurred_at == scripted.occurred_at

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -25,11 +25,10 @@ from forecourt.domain.timeutil import utcnow
 from forecourt.domain.vehicle import Vehicle, VehicleStatus
 from forecourt.store.sql import search
 from forecourt.store.sql.context import TxContext, new_id
-from forecourt.store.sql.tables import UtcDateTime, outbox, vehicles
+from forecourt.store.sql.tables import outbox, vehicles
 
 _V = vehicles.c
 _IN_CHUNK = 1_000
-_ROWS_PER_STATEMENT = 1_000
 
 
 def _event(vehicle: Vehicle, change: ChangeType, at: datetime) -> dict[str, Any]:
@@ -152,46 +151,7 @@ async def _insert_rows(ctx: TxContext, table: sa.Table, rows: list[dict[str, Any
             # Raised as SQLAlchemy raises every other statement's failure, so callers see one kind of error.
             raise sa.exc.DBAPIError(f"COPY {table.name}", None, exc) from exc
         return
-    await _execute_many(ctx, sa.insert(table), rows)
-
-
-async def _execute_many(ctx: TxContext, stmt: sa.Insert | sa.Update, rows: list[dict[str, Any]]) -> None:
-    """``stmt`` once per row, as driver tuples: the column types' bind processing, without SQLAlchemy's per-row work.
-
-    SQLAlchemy's own executemany builds and processes a parameter dictionary per row and per column, most
-    of a batch's write time on SQLite. The same processors run here column by column instead, and a
-    timestamp column's are memoised (a batch repeats the same few instants), so the stored values are
-    exactly those SQLAlchemy would write.
-    """
-    conn = ctx.conn
-    if not isinstance(conn, AsyncConnection):  # the inline read connection never writes an import
-        for start in range(0, len(rows), _ROWS_PER_STATEMENT):
-            await conn.execute(stmt, rows[start : start + _ROWS_PER_STATEMENT])
-        return
-    compiled = stmt.compile(dialect=conn.dialect, column_keys=list(rows[0]))
-    names = list(compiled.positiontup or ())
-    processors = [_bind_processor(conn.dialect, compiled.binds[name].type) for name in names]
-    pairs = list(zip(names, processors, strict=True))
-    for start in range(0, len(rows), _ROWS_PER_STATEMENT):
-        params = [
-            tuple([row[name] if process is None else process(row[name]) for name, process in pairs])
-            for row in rows[start : start + _ROWS_PER_STATEMENT]
-        ]
-        await conn.exec_driver_sql(compiled.string, params)
-
-
-def _bind_processor(dialect: sa.Dialect, type_: sa.types.TypeEngine[Any]) -> Callable[[Any], Any] | None:
-    process = type_.dialect_impl(dialect).bind_processor(dialect)
-    if process is None or not isinstance(type_, UtcDateTime):
-        return process
-    done: dict[Any, Any] = {}
-
-    def memoised(value: Any) -> Any:
-        if value not in done:
-            done[value] = process(value)
-        return done[value]
-
-    return memoised
+    await ctx.execute_many(sa.insert(table), rows)
 
 
 async def _update_changed(ctx: TxContext, changed: Sequence[Vehicle], now: datetime, to_row: Any) -> None:
@@ -209,7 +169,7 @@ async def _update_changed(ctx: TxContext, changed: Sequence[Vehicle], now: datet
         .values({name: sa.bindparam(name) for name in names})
         .execution_options(synchronize_session=False)
     )
-    await _execute_many(ctx, stmt, rows)
+    await ctx.execute_many(stmt, rows)
 
 
 async def offerable_vins(ctx: TxContext, dealership_id: str) -> set[str]:

@@ -49,8 +49,16 @@ class SqlAuditRepository:
         self._ctx = ctx
 
     async def add_many(self, records: Sequence[AuditRecord]) -> None:
-        """Store a batch of audit records in one round trip (records already stored are skipped)."""
-        await self._ctx.insert_many_ignore(audit_records, [dump(r, ("args_redacted",)) for r in records])
+        """Store a batch of audit records in one round trip (records already stored are skipped).
+
+        A record's fields are its row as they are (plain values; the arguments a JSON object), so the batch goes
+        to the driver without a dump per record; arguments that are not plain JSON (a script's own values) take
+        the model's JSON dump instead.
+        """
+        try:
+            await self._ctx.insert_many_ignore(audit_records, [dict(r.__dict__) for r in records])
+        except TypeError:  # raised while the batch's parameters are built, before anything is written
+            await self._ctx.insert_many_ignore(audit_records, [dump(r, ("args_redacted",)) for r in records])
 
     async def page(
         self, company_id: str, since: datetime | None = None, limit: int = 1000, after_id: str | None = None
