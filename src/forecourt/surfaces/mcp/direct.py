@@ -175,10 +175,19 @@ class DirectCalls:
             status = ERROR_CODE_HTTP_STATUS.get(_INTERNAL_ERROR, 200) if call.modern else 200
             await _send_json(send, status, {"jsonrpc": "2.0", "id": call.request_id, "error": error})
             return
-        if call.modern:
-            result["resultType"] = "complete"
-            result["_meta"] = {"io.modelcontextprotocol/serverInfo": self.surface.server_info}
-        await _send_json(send, 200, {"jsonrpc": "2.0", "id": call.request_id, "result": result})
+        body = self.surface.rendered.encoded(result, call.modern, self._encode_result)
+        try:
+            request_id = orjson.dumps(call.request_id)
+        except TypeError:  # an integer id past 64 bits
+            request_id = json.dumps(call.request_id).encode()
+        await _send_bytes(send, 200, b'{"jsonrpc":"2.0","id":' + request_id + b',"result":' + body + b"}")
+
+    def _encode_result(self, result: dict[str, Any], modern: bool) -> bytes:
+        """A tool result's JSON with the envelope the 2026-07-28 era adds (``result`` itself is left as it is)."""
+        if modern:
+            meta = {"io.modelcontextprotocol/serverInfo": self.surface.server_info}
+            result = {**result, "resultType": "complete", "_meta": meta}
+        return _json_bytes(result)
 
 
 def _client_info_ok(info: object) -> bool:
@@ -212,11 +221,18 @@ async def _read_body(receive: Receive, limit: int) -> tuple[bytes | None, Receiv
     return raw, replay
 
 
-async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
+def _json_bytes(body: Any) -> bytes:
     try:
-        payload = orjson.dumps(body, default=str, option=orjson.OPT_NON_STR_KEYS)
+        return orjson.dumps(body, default=str, option=orjson.OPT_NON_STR_KEYS)
     except TypeError:  # what orjson refuses (integers past 64 bits)
-        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str).encode()
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str).encode()
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
+    await _send_bytes(send, status, _json_bytes(body))
+
+
+async def _send_bytes(send: Send, status: int, payload: bytes) -> None:
     headers = [*_JSON_HEADERS, (b"content-length", str(len(payload)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})
