@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
 
+import orjson
+import pytest
+
+from forecourt.gateway.base import Outcome
+from forecourt.surfaces.encoded import EncodedOutputs
+from forecourt.surfaces.envelope import AuditInfo, ResponseEnvelope, Result, Status
+from forecourt.surfaces.rest import RestSurface
 from gateway.support import BAY, MOTOR, TOYOTA, Rig, agent_id, envelope, error_code
 
 CRM = agent_id(MOTOR, "crm-agent")
@@ -164,3 +173,60 @@ async def test_an_unexpected_key_that_looks_like_personal_data_is_counted_not_na
     problem = response.json()["status"]["error"]["details"]["errors"][0]
     assert (problem["unexpected"], problem["unexpected_unnamed"]) == (["colour"], 1)
     assert "jane.doe" not in response.text
+
+
+def _model_body(surface: RestSurface, request_id: str, outcome: Outcome) -> dict[str, Any]:
+    envelope = ResponseEnvelope(
+        id="x",
+        inResponseTo=request_id,
+        status=Status(code=200, message="OK"),
+        result=Result(type=outcome.result_type, output=outcome.output, metadata=outcome.metadata),
+        audit=AuditInfo(
+            processedBy=outcome.processed_by, durationMs=round(outcome.duration_ms, 3), trace=outcome.trace_id
+        ),
+    )
+    body = envelope.model_dump(mode="json")
+    body["status"].pop("error")
+    return body
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_the_envelope_written_from_plain_json_is_the_models_own(cached: bool) -> None:
+    surface = RestSurface.__new__(RestSurface)
+    surface.encoded = EncodedOutputs()
+    output = {"items": [{"id": "v1", "price": {"amount_minor": 2_500_000, "currency": "USD"}, "sold_at": None}]}
+    outcome = Outcome(
+        action="inventory.search",
+        result_type="db.query",
+        output=output,
+        metadata={"total": 1},
+        duration_ms=1.23456,
+        trace_id="t" * 32,
+        processed_by="gw-1",
+        cached=cached,
+    )
+    for _ in range(2):
+        fast = surface._success_bytes("req-1", outcome)
+        assert fast is not None
+        body = orjson.loads(fast)
+        assert list(body) == ["id", "inResponseTo", "status", "result", "audit"]
+        assert body["id"].startswith("mcp-resp:")
+        assert {**body, "id": "x"} == _model_body(surface, "req-1", outcome)
+
+
+def test_an_output_that_is_not_plain_json_is_written_by_the_model() -> None:
+    surface = RestSurface.__new__(RestSurface)
+    surface.encoded = EncodedOutputs()
+    odd = Outcome(action="a", result_type="t", output={"at": datetime(2026, 11, 24, tzinfo=UTC)}, cached=True)
+    assert surface._success_bytes("r", odd) is None
+    huge = Outcome(action="a", result_type="t", output={"n": 2**70})
+    assert surface._success_bytes("r", huge) is None
+
+
+async def test_a_cached_answer_is_the_same_envelope_as_the_first(rig: Rig) -> None:
+    first = await rig.call("dealer.information", {"dealership_id": TOYOTA}, request_id="a")
+    second = await rig.call("dealer.information", {"dealership_id": TOYOTA}, request_id="b")
+    third = await rig.call("dealer.information", {"dealership_id": TOYOTA}, request_id="c")
+    assert first.json()["result"] == second.json()["result"] == third.json()["result"]
+    assert [r.json()["inResponseTo"] for r in (first, second, third)] == ["a", "b", "c"]
+    assert len({r.json()["id"] for r in (first, second, third)}) == 3

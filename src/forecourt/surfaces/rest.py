@@ -7,6 +7,7 @@ import time
 import uuid
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -16,6 +17,7 @@ from forecourt.errors import ForecourtError, InternalError, InvalidRequest
 from forecourt.gateway.base import Invocation, Outcome
 from forecourt.gateway.pipeline import Gateway
 from forecourt.settings import Settings
+from forecourt.surfaces.encoded import EncodedOutputs, plain_json
 from forecourt.surfaces.envelope import AuditInfo, RequestEnvelope, ResponseEnvelope, Result, Status
 from forecourt.surfaces.http_util import credentials_from_request, read_json
 
@@ -52,6 +54,7 @@ class RestSurface:
     def __init__(self, gateway: Gateway, settings: Settings) -> None:
         self.gateway = gateway
         self.settings = settings
+        self.encoded = EncodedOutputs()
 
     def routes(self) -> list[Route]:
         """Starlette routes of this front door."""
@@ -77,6 +80,12 @@ class RestSurface:
         except Exception:  # top of the surface: never a stack trace on the wire
             logger.exception("unhandled error on REST surface")
             return self._error(InternalError(), envelope, started)
+        headers = _rate_headers(outcome)
+        if outcome.replayed:
+            headers["Idempotent-Replayed"] = "true"
+        fast = self._success_bytes(envelope.id, outcome)
+        if fast is not None:
+            return Response(fast, media_type="application/json", headers=headers)
         body = ResponseEnvelope(
             id=f"mcp-resp:{uuid.uuid4()}",
             inResponseTo=envelope.id,
@@ -86,10 +95,32 @@ class RestSurface:
                 processedBy=outcome.processed_by, durationMs=round(outcome.duration_ms, 3), trace=outcome.trace_id
             ),
         )
-        headers = _rate_headers(outcome)
-        if outcome.replayed:
-            headers["Idempotent-Replayed"] = "true"
         return JSONResponse(_dump(body), headers=headers)
+
+    def _success_bytes(self, request_id: str | None, outcome: Outcome) -> bytes | None:
+        """The success envelope written from plain JSON parts (a cached output's own JSON is kept), else ``None``.
+
+        The same fields in the same order as the :class:`ResponseEnvelope` below writes them; an output or metadata
+        that is not plain JSON goes through that model instead.
+        """
+        output = self.encoded.of(outcome.output, cached=outcome.cached)
+        metadata = plain_json(outcome.metadata)
+        if output is None or metadata is None:
+            return None
+        head = orjson.dumps(
+            {"id": f"mcp-resp:{uuid.uuid4()}", "inResponseTo": request_id, "status": {"code": 200, "message": "OK"}}
+        )
+        audit = orjson.dumps(
+            {
+                "processedBy": outcome.processed_by,
+                "durationMs": round(outcome.duration_ms, 3),
+                "trace": outcome.trace_id,
+            }
+        )
+        result_type = orjson.dumps(outcome.result_type)
+        parts = [head[:-1], b',"result":{"type":', result_type, b',"output":', output, b',"metadata":', metadata]
+        parts += [b'},"audit":', audit, b"}"]
+        return b"".join(parts)
 
     def _invocation(self, request: Request, action_name: str, env: RequestEnvelope) -> Invocation:
         if env.action is not None and env.action.name is not None and env.action.name != action_name:
