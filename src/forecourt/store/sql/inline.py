@@ -82,6 +82,8 @@ def inline_read_engine(engine: AsyncEngine) -> sa.Engine | None:
 
     @event.listens_for(read_engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN")  # deferred: a read snapshot, never the write lock
+        # Deferred: a read snapshot, never the write lock. Straight to the driver: nothing of SQLAlchemy's
+        # statement machinery is needed for BEGIN (about a tenth of a small search's SQLAlchemy time).
+        conn.connection.dbapi_connection.execute("BEGIN")
 
     return read_engine
