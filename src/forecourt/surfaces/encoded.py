@@ -10,6 +10,7 @@ front door answers through its models, which know how to write it.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -29,19 +30,20 @@ def plain_json(value: Any) -> bytes | None:
 class EncodedOutputs:
     """The plain JSON of the last ``size`` cached outputs encoded."""
 
-    def __init__(self, size: int = ENCODED_OUTPUTS) -> None:
+    def __init__(self, size: int = ENCODED_OUTPUTS, *, prepare: Callable[[Any], Any] | None = None) -> None:
         self._size = size
+        self._prepare = prepare
         self._entries: OrderedDict[int, tuple[Any, bytes | None]] = OrderedDict()
 
     def of(self, output: Any, *, cached: bool) -> bytes | None:
-        """:func:`plain_json` of ``output``, computed once for a cached output object."""
+        """:func:`plain_json` of ``output`` (after ``prepare``), computed once for a cached output object."""
         if not cached:
-            return plain_json(output)
+            return plain_json(self._prepare(output) if self._prepare is not None else output)
         entry = self._entries.get(id(output))
         if entry is not None and entry[0] is output:
             self._entries.move_to_end(id(output))
             return entry[1]
-        encoded = plain_json(output)
+        encoded = plain_json(self._prepare(output) if self._prepare is not None else output)
         self._entries[id(output)] = (output, encoded)
         if len(self._entries) > self._size:
             self._entries.popitem(last=False)

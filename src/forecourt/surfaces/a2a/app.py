@@ -43,6 +43,7 @@ from forecourt.surfaces.a2a.card import (
     build_guide,
     build_manifest,
 )
+from forecourt.surfaces.a2a.direct import DirectSends
 from forecourt.surfaces.a2a.executor import AapExecutor, Subscriber, recorded_error
 from forecourt.surfaces.a2a.streaming import stream_with_aap_errors
 from forecourt.surfaces.http_util import error_body, error_headers
@@ -176,8 +177,11 @@ def _sdk_card() -> Any:
     )
 
 
-def _wrap_jsonrpc(endpoint: Endpoint, faults: Counter) -> Endpoint:
+def _wrap_jsonrpc(endpoint: Endpoint, faults: Counter, direct: DirectSends) -> Endpoint:
     async def wrapped(request: Request) -> Response:
+        answered = await direct.answer(request)
+        if answered is not None:
+            return answered
         with client_faults.counting_into(faults):
             response = await endpoint(request)
         if isinstance(response, StreamingResponse):
@@ -193,6 +197,7 @@ def _wrap_jsonrpc(endpoint: Endpoint, faults: Counter) -> Endpoint:
         error = {"code": err.rpc_code, "message": err.payload["message"], "data": err.payload}
         return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error}, headers=err.headers)
 
+    wrapped.direct = direct  # type: ignore[attr-defined]  # for tests and diagnostics: route.endpoint.direct
     return wrapped
 
 
@@ -230,8 +235,10 @@ class A2ASurface:
         self.gateway = gateway
         self.settings = settings
         self.task_store, self.push_store = stores or a2a_stores(gateway.store)
+        self.executor = AapExecutor(gateway, subscriber)
+        self.direct = DirectSends(gateway, self.executor)
         self.handler = DefaultRequestHandler(
-            agent_executor=AapExecutor(gateway, subscriber),
+            agent_executor=self.executor,
             task_store=self.task_store,
             agent_card=_sdk_card(),
             push_config_store=self.push_store,
@@ -245,7 +252,7 @@ class A2ASurface:
         client_faults.install()
         faults = self.gateway.metrics.client_faults
         jsonrpc = [
-            Route(r.path, _wrap_jsonrpc(r.endpoint, faults), methods=["POST"])
+            Route(r.path, _wrap_jsonrpc(r.endpoint, faults, self.direct), methods=["POST"])
             for r in create_jsonrpc_routes(self.handler, rpc_url=prefix + JSONRPC_PATH, context_builder=self.builder)
             if isinstance(r, Route)
         ]

@@ -24,7 +24,7 @@ from google.protobuf import struct_pb2  # type: ignore[import-untyped]  # no stu
 
 from forecourt.domain.aap_spec import SKILLS_BY_MEDIA_TYPE, SKILLS_BY_REQUEST_TYPE, Skill, normalise_numbers
 from forecourt.errors import ApprovalPending, ForecourtError, InternalError
-from forecourt.gateway.base import Credentials, Invocation
+from forecourt.gateway.base import Credentials, Invocation, Outcome
 from forecourt.gateway.pipeline import Gateway
 from forecourt.surfaces.a2a.errors import AapError, UnsupportedSkill, aap_error, to_aap_error
 
@@ -66,7 +66,8 @@ def _pending_task(context: RequestContext, exc: ApprovalPending) -> Task:
     return Task(id=context.task_id or "", context_id=context.context_id or "", status=status)
 
 
-def _skill_for(data: dict[str, Any], media_type: str) -> Skill:
+def skill_for(data: dict[str, Any], media_type: str) -> Skill:
+    """The skill an AAP request names by its ``type`` (else by its part's media type)."""
     skill = SKILLS_BY_REQUEST_TYPE.get(str(data.get("type")))
     if skill is None and "type" not in data:
         skill = SKILLS_BY_MEDIA_TYPE.get(media_type)
@@ -113,24 +114,17 @@ class AapExecutor(AgentExecutor):
             raise UnsupportedSkill("The first part must be an AAP DataPart.")
         media_type = next((p.media_type for p in message.parts if p.HasField("data")), "")
         payload = normalise_numbers(parts[0])
-        skill = _skill_for(payload, media_type)
-        if "type" not in payload:
-            payload = {"type": skill.request_type, **payload}
+        skill = skill_for(payload, media_type)
         dealership_id = str(state.get("dealership_id") or "")
         headers: dict[str, str] = state.get("headers") or {}
-        credentials: Credentials = state.get("credentials") or Credentials()
-        outcome = await self.gateway.invoke(
-            Invocation(
-                action=skill.action,
-                payload=payload,
-                credentials=credentials,
-                surface="a2a",
-                request_id=str(state.get("request_id") or message.message_id or "") or None,
-                traceparent=headers.get("traceparent"),
-                session_id=context.context_id,
-                dealership_id=dealership_id,
-                anonymous_dealership=dealership_id,
-            )
+        outcome = await self.invoke_skill(
+            skill,
+            payload,
+            dealership_id=dealership_id,
+            credentials=state.get("credentials") or Credentials(),
+            request_id=str(state.get("request_id") or message.message_id or "") or None,
+            traceparent=headers.get("traceparent"),
+            context_id=context.context_id,
         )
         if skill.id == "lead.submit":
             await self._subscribe(context, outcome.output, dealership_id)
@@ -138,6 +132,34 @@ class AapExecutor(AgentExecutor):
             parts=[_data_part(outcome.output, skill.response_media_type)],
             role=Role.ROLE_AGENT,
             context_id=context.context_id,
+        )
+
+    async def invoke_skill(
+        self,
+        skill: Skill,
+        payload: dict[str, Any],
+        *,
+        dealership_id: str,
+        credentials: Credentials,
+        request_id: str | None,
+        traceparent: str | None,
+        context_id: str | None,
+    ) -> Outcome:
+        """One AAP request (its DataPart, numbers normalised) through the gateway as ``skill``'s action."""
+        if "type" not in payload:
+            payload = {"type": skill.request_type, **payload}
+        return await self.gateway.invoke(
+            Invocation(
+                action=skill.action,
+                payload=payload,
+                credentials=credentials,
+                surface="a2a",
+                request_id=request_id,
+                traceparent=traceparent,
+                session_id=context_id,
+                dealership_id=dealership_id,
+                anonymous_dealership=dealership_id,
+            )
         )
 
     async def _subscribe(self, context: RequestContext, output: Any, dealership_id: str) -> None:
