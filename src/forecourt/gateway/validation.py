@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
@@ -56,11 +58,21 @@ def _describe(error: ValidationError) -> dict[str, Any]:
     return detail
 
 
+VALID_MEMO = 2048
+
+
 class SchemaValidator:
-    """Compiled validators per schema, reused across calls."""
+    """Compiled validators per schema, reused across calls; instances already found valid are not checked again.
+
+    Validation is a pure function of the schema and the instance (formats included), and callers repeat the
+    same few payloads (an agent paging through a search, the same question from many shoppers): the last
+    ``VALID_MEMO`` valid instances per process are kept by their canonical JSON, so a repeated payload costs one
+    ``orjson.dumps`` instead of a walk of the schema.
+    """
 
     def __init__(self) -> None:
         self._compiled: dict[int, Draft202012Validator] = {}
+        self._valid: OrderedDict[tuple[int, bytes], None] = OrderedDict()
 
     def _validator(self, schema: Mapping[str, Any]) -> Draft202012Validator:
         key = id(schema)
@@ -72,8 +84,20 @@ class SchemaValidator:
 
     def validate(self, schema: Mapping[str, Any], instance: Any, *, what: str = "payload") -> None:
         """Raise :class:`InvalidParams` listing every violation's path and rule (never the values)."""
-        errors = sorted(self._validator(schema).iter_errors(instance), key=lambda e: list(e.absolute_path))
+        validator = self._validator(schema)
+        try:
+            key: tuple[int, bytes] | None = (id(schema), orjson.dumps(instance, option=orjson.OPT_SORT_KEYS))
+        except TypeError:  # not plain JSON (a script's own values): checked every time
+            key = None
+        if key is not None and key in self._valid:
+            self._valid.move_to_end(key)
+            return
+        errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
         if not errors:
+            if key is not None:
+                self._valid[key] = None
+                if len(self._valid) > VALID_MEMO:
+                    self._valid.popitem(last=False)
             return
         problems = [_describe(e) for e in errors[:_MAX_REPORTED]]
         first = problems[0]
