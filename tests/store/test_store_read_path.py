@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -15,7 +17,13 @@ from forecourt.demo import load_demo
 from forecourt.domain.vehicle import InventoryFilters, InventoryQuery
 from forecourt.store import SqlStore, create_engine, upgrade_async
 from forecourt.store.sql.inline import InlineConnection
-from forecourt.store.sql.inventory import _SELECT_COLUMNS, validated_vehicle_from_row, vehicle_from_row
+from forecourt.store.sql.inventory import (
+    _SELECT_COLUMNS,
+    DriverRows,
+    validated_vehicle_from_row,
+    vehicle_from_row,
+    vehicle_row,
+)
 from forecourt.store.sql.store import SqlUnitOfWork
 from forecourt.store.sql.tables import vehicles
 
@@ -130,7 +138,7 @@ async def test_a_search_built_without_validation_still_runs(file_store: SqlStore
     assert page.total == len(page.items)
 
 
-async def test_searched_vehicles_equal_their_validated_rows_and_an_unchanged_row_gives_the_same_vehicle(
+async def test_searched_vehicles_equal_their_validated_rows_and_a_row_seen_again_gives_the_same_vehicle(
     store: SqlStore,
 ) -> None:
     await load_demo(store, vehicles_per_dealership=25)
@@ -141,15 +149,48 @@ async def test_searched_vehicles_equal_their_validated_rows_and_an_unchanged_row
         query = InventoryQuery(
             dealership_id=dealership, filters=InventoryFilters(include_unavailable=True), offset=0, limit=100
         )
-        first = (await uow.inventory.search(query)).items
-        again = (await uow.inventory.search(query)).items
+        first, second, third = [(await uow.inventory.search(query)).items for _ in range(3)]
     checked = {v.id: validated_vehicle_from_row(r) for r in rows for v in [vehicle_from_row(r)]}
     assert len(first) >= 25
-    for found in first:
+    for found in first + third:
         assert found == checked[found.id]
         assert found.model_dump(mode="json") == checked[found.id].model_dump(mode="json")
         assert type(found.status) is type(checked[found.id].status)
-    assert all(a is b for a, b in zip(first, again, strict=True))
+    assert all(a is not b for a, b in zip(first, second, strict=True))  # seen once: built, not kept
+    assert all(b is c for b, c in zip(second, third, strict=True))  # seen again: kept
+
+
+def test_rows_seen_once_are_not_kept_and_the_kept_ones_are_bounded() -> None:
+    class Cursor:
+        def __init__(self, rows: list[tuple[Any, ...]]) -> None:
+            self.rows = rows
+
+        def fetchall(self) -> list[tuple[Any, ...]]:
+            return self.rows
+
+    class Result:
+        def __init__(self, rows: list[tuple[Any, ...]]) -> None:
+            self.cursor = Cursor(rows)
+
+        def close(self) -> None:
+            pass
+
+    from sqlalchemy.dialects import sqlite
+
+    dialect = sqlite.dialect()
+    memo = DriverRows(size=2)
+
+    def row(n: int) -> tuple[Any, ...]:
+        v = vehicle(n)
+        values = {**vehicle_row(v), "photos": "[]", "last_verified_at": "2026-11-24 10:00:00.000000"}
+        return tuple(values.get(c.name) for c in _SELECT_COLUMNS)
+
+    rows = [row(n) for n in range(1, 4)]
+    once = memo.vehicles(Result(rows), dialect)  # type: ignore[arg-type]
+    twice = memo.vehicles(Result(rows), dialect)  # type: ignore[arg-type]
+    assert [v.vin for v in once] == [v.vin for v in twice] == [vehicle(n).vin for n in range(1, 4)]
+    kept = memo.vehicles(Result(rows), dialect)  # type: ignore[arg-type]
+    assert sum(a is b for a, b in zip(twice, kept, strict=True)) == 2  # the third kept one pushed out the first
 
 
 async def test_a_changed_row_is_built_again_and_its_representation_follows(store: SqlStore) -> None:
@@ -157,8 +198,9 @@ async def test_a_changed_row_is_built_again_and_its_representation_follows(store
     async with store.transaction() as uow:
         await uow.inventory.upsert(vehicle(1))
     query = InventoryQuery(dealership_id=DEALER, filters=InventoryFilters(), offset=0, limit=10)
-    async with store.transaction() as uow:
-        (before,) = (await uow.inventory.search(query)).items
+    for _ in range(2):
+        async with store.transaction() as uow:
+            (before,) = (await uow.inventory.search(query)).items
     repr_before = VEHICLE_REPRESENTATIONS.of([before])[0]
     assert VEHICLE_REPRESENTATIONS.of([before])[0] is repr_before
     async with store.transaction() as uow:
@@ -173,13 +215,16 @@ async def test_a_changed_row_is_built_again_and_its_representation_follows(store
     assert repr_after == vehicle_repr(after)
 
 
-def test_vehicle_representations_are_kept_by_identity_and_bounded() -> None:
-    memo = VehicleReprs(size=2)
-    a, b, c = vehicle(1), vehicle(2), vehicle(3)
-    equal_to_a = vehicle(1)
+def test_a_vehicles_representation_is_kept_while_the_vehicle_lives_and_goes_with_it() -> None:
+    memo = VehicleReprs()
+    a, b = vehicle(1), vehicle(2)
     first = memo.of([a, b])
     assert memo.of([a])[0] is first[0]
+    equal_to_a = vehicle(1)
     assert memo.of([equal_to_a])[0] is not first[0]  # another object: represented afresh
     assert memo.of([equal_to_a])[0] == first[0]
-    memo.of([c])
-    assert memo.of([b])[0] is not first[1]  # evicted: the memo holds two
+    assert len(memo) == 3
+    del a, equal_to_a
+    gc.collect()
+    assert len(memo) == 1
+    assert memo.of([b])[0] is first[1]

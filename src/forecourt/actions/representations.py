@@ -7,8 +7,8 @@ timestamps with an offset; enum values in snake_case.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Iterable
+import weakref
+from collections.abc import Callable, Iterable
 from datetime import datetime, tzinfo
 from typing import Any
 
@@ -75,38 +75,45 @@ def vehicle_repr(v: Vehicle) -> dict[str, Any]:
     }
 
 
-VEHICLE_REPRS = 2048
-
-
 class VehicleReprs:
-    """The representations of the last ``size`` vehicles represented, by the vehicle object's identity.
+    """The representation of each vehicle object alive, kept by the object's identity while it lives.
 
-    Vehicles are frozen and the SQL store hands out the same object for an unchanged row (``DriverRows``), so a
-    page of vehicles seen before is represented without formatting 27 fields each again. An entry holds its
-    vehicle, so an identity is not reused while it is kept. The representations are shared by the pages that
-    hold them: outputs are read-only past the action (redaction copies; workflows and the console get copies).
+    Vehicles are frozen and the SQL store hands out the same object for an unchanged row it keeps
+    (``DriverRows``), so a page of such vehicles is represented without formatting 27 fields each again. An
+    entry holds its vehicle weakly and goes with it: a vehicle built for one search only takes its representation
+    with it when the page is answered, and the entries are as many as the vehicles alive. The representations are
+    shared by the pages that hold them: outputs are read-only past the action (redaction copies; workflows and
+    the console get copies).
     """
 
-    def __init__(self, size: int = VEHICLE_REPRS) -> None:
-        self._size = size
-        self._entries: OrderedDict[int, tuple[Vehicle, dict[str, Any]]] = OrderedDict()
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[Vehicle], dict[str, Any]]] = {}
 
     def of(self, vehicles: Iterable[Vehicle]) -> list[dict[str, Any]]:
         """The representation of each vehicle, in order."""
         entries = self._entries
         out: list[dict[str, Any]] = []
         for v in vehicles:
-            entry = entries.get(id(v))
-            if entry is not None and entry[0] is v:
-                entries.move_to_end(id(v))
+            key = id(v)
+            entry = entries.get(key)
+            if entry is not None and entry[0]() is v:
                 out.append(entry[1])
                 continue
             rep = vehicle_repr(v)
-            entries[id(v)] = (v, rep)
-            if len(entries) > self._size:
-                entries.popitem(last=False)
+            entries[key] = (weakref.ref(v, self._forget(key)), rep)
             out.append(rep)
         return out
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _forget(self, key: int) -> Callable[[weakref.ref[Vehicle]], None]:
+        def forget(ref: weakref.ref[Vehicle]) -> None:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] is ref:
+                del self._entries[key]
+
+        return forget
 
 
 VEHICLE_REPRESENTATIONS = VehicleReprs()

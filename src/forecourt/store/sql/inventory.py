@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
@@ -127,18 +126,23 @@ ROW_MEMO_SIZE = 2048
 
 
 class DriverRows:
-    """Vehicles from a search's driver rows, each distinct row built once per process.
+    """Vehicles from a search's driver rows, each distinct row built once per process while it is searched.
 
     A search's CPU was mostly SQLAlchemy's per-row type processing and building each :class:`Vehicle` again,
     for rows that rarely change between searches. The driver's own row (a tuple of plain values: it holds every
-    selected column, so equal rows make equal vehicles) keys the last ``size`` vehicles built; a row seen before
-    is answered with that same frozen vehicle, a new or changed row is processed with the column types' result
-    processors (SQLAlchemy's public ``result_processor``) and built by :func:`vehicle_from_row`'s rules.
+    selected column, so equal rows make equal vehicles) keys the vehicles built; a row seen before is answered
+    with that same frozen vehicle, a new or changed row is processed with the column types' result processors
+    (SQLAlchemy's public ``result_processor``) and built by :func:`vehicle_from_row`'s rules.
+
+    A row is kept from its second sighting on (a doorkeeper remembers the hashes of rows seen once), so a
+    workload that never repeats a row (a million vehicles searched at random) keeps nothing and pays one hash
+    per row; at most ``size`` vehicles are kept, the oldest dropped first.
     """
 
     def __init__(self, size: int = ROW_MEMO_SIZE) -> None:
         self._size = size
-        self._built: OrderedDict[tuple[Any, ...], Vehicle] = OrderedDict()
+        self._built: dict[int, tuple[tuple[Any, ...], Vehicle]] = {}  # by the row's hash; oldest first
+        self._seen: dict[int, None] = {}  # hashes of rows seen once
         self._processors: dict[int, tuple[sa.Dialect, list[Any]]] = {}
 
     def vehicles(self, result: sa.CursorResult[Any], dialect: sa.Dialect) -> list[Vehicle]:
@@ -147,52 +151,70 @@ class DriverRows:
             raw = result.cursor.fetchall() if result.cursor is not None else []
         finally:
             result.close()
-        built = self._built
+        built, seen = self._built, self._seen
         out: list[Vehicle] = []
         for row in raw:
-            key = _hashable(row)
-            vehicle = built.get(key)
-            if vehicle is None:
-                vehicle = self._build(row, dialect)
-                built[key] = vehicle
+            key = row if type(row) is tuple else tuple(row)
+            try:
+                h = hash(key)
+            except TypeError:  # a driver that decodes JSON columns hands over lists
+                key = _hashable(key)
+                h = hash(key)
+            entry = built.get(h)
+            if entry is not None and entry[0] == key:
+                out.append(entry[1])
+                continue
+            vehicle = self._build(row, dialect)
+            if h in seen:
+                del seen[h]
+                built[h] = (key, vehicle)
                 if len(built) > self._size:
-                    built.popitem(last=False)
+                    del built[next(iter(built))]
             else:
-                built.move_to_end(key)
+                seen[h] = None
+                if len(seen) > 4 * self._size:
+                    seen.clear()
             out.append(vehicle)
         return out
 
     def _build(self, row: Sequence[Any], dialect: sa.Dialect) -> Vehicle:
         entry = self._processors.get(id(dialect))
         if entry is None or entry[0] is not dialect:
-            procs = [c.type.dialect_impl(dialect).result_processor(dialect, None) for c in _SELECT_COLUMNS]
-            entry = self._processors[id(dialect)] = (dialect, procs)
-        values = [proc(value) if proc is not None else value for proc, value in zip(entry[1], row, strict=True)]
+            procs = [
+                (i, c.type.dialect_impl(dialect).result_processor(dialect, None)) for i, c in enumerate(_SELECT_COLUMNS)
+            ]
+            entry = self._processors[id(dialect)] = (dialect, [(i, proc) for i, proc in procs if proc is not None])
+        values = list(row)
+        for i, proc in entry[1]:  # the few typed columns (timestamps, JSON); the rest are the driver's values
+            if values[i] is not None:
+                values[i] = proc(values[i])
         return _vehicle_from_values(values)
 
 
-def _hashable(row: Sequence[Any]) -> tuple[Any, ...]:
-    """The row as a dictionary key (a driver that decodes JSON columns hands over lists)."""
-    key = row if type(row) is tuple else tuple(row)
-    try:
-        hash(key)
-    except TypeError:
-        key = tuple(tuple(v) if isinstance(v, list) else orjson.dumps(v) if isinstance(v, dict) else v for v in key)
-    return key
+def _hashable(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The row as a dictionary key: decoded JSON values frozen."""
+    return tuple(tuple(v) if isinstance(v, list) else orjson.dumps(v) if isinstance(v, dict) else v for v in row)
 
 
 _COLUMN_INDEX = {c.name: i for i, c in enumerate(_SELECT_COLUMNS)}
+_I_PHOTOS, _I_PRICE, _I_PRICE_CUR = (
+    _COLUMN_INDEX["photos"],
+    _COLUMN_INDEX["price_minor"],
+    _COLUMN_INDEX["price_currency"],
+)
+_I_LIST, _I_LIST_CUR = _COLUMN_INDEX["list_price_minor"], _COLUMN_INDEX["list_price_currency"]
+_I_MSRP, _I_MSRP_CUR = _COLUMN_INDEX["msrp_minor"], _COLUMN_INDEX["msrp_currency"]
+_I_MILES, _I_MILES_UNIT = _COLUMN_INDEX["mileage_value"], _COLUMN_INDEX["mileage_unit"]
 
 
 def _vehicle_from_values(values: Sequence[Any]) -> Vehicle:
     """:func:`vehicle_from_row` for a row's processed values in ``_SELECT_COLUMNS`` order."""
-    i = _COLUMN_INDEX
     data = dict(zip(_PLAIN_NAMES, values, strict=False))
-    data["photos"] = tuple(values[i["photos"]] or ())
-    data["price"] = Money(amount_minor=values[i["price_minor"]], currency=values[i["price_currency"]])
-    data["list_price"] = _money(values[i["list_price_minor"]], values[i["list_price_currency"]])
-    data["msrp"] = _money(values[i["msrp_minor"]], values[i["msrp_currency"]])
-    data["mileage"] = Measure(value=values[i["mileage_value"]], unit=values[i["mileage_unit"]])
+    data["photos"] = tuple(values[_I_PHOTOS] or ())
+    data["price"] = Money(amount_minor=values[_I_PRICE], currency=values[_I_PRICE_CUR])
+    data["list_price"] = _money(values[_I_LIST], values[_I_LIST_CUR])
+    data["msrp"] = _money(values[_I_MSRP], values[_I_MSRP_CUR])
+    data["mileage"] = Measure(value=values[_I_MILES], unit=values[_I_MILES_UNIT])
     data["condition"] = Condition(data["condition"])
     data["status"] = VehicleStatus(data["status"])
     if data.keys() != _VEHICLE_FIELDS:
