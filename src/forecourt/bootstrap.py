@@ -28,6 +28,7 @@ from forecourt.store.base import Store
 
 if TYPE_CHECKING:
     from forecourt.adapters.upstream.hub import UpstreamHub
+    from forecourt.delivery.model_jobs import ModelJobPoller
     from forecourt.delivery.runtime import AapRuntime
     from forecourt.events import OutboxDispatcher
 
@@ -59,6 +60,8 @@ class Services:
     """The upstream MCP server registry (what the MCP surface federates)."""
     generations: ChangeGenerations | None = None
     """Per-dealership change generations: fed by ``events``, used by ``gateway`` in cache keys."""
+    model_jobs: ModelJobPoller | None = None
+    """The model-job poller: refreshes fine-tuning and batch jobs, ends their A2A tasks and announces their ends."""
 
     @property
     def runner(self) -> BackgroundTasks:
@@ -193,7 +196,8 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
     services.closers.extend(built.closers)
     from forecourt.delivery.model_jobs import ModelJobPoller
 
-    services.background.append(ModelJobPoller(gateway, backends.events).run)  # fine-tuning and batch jobs
+    services.model_jobs = ModelJobPoller(gateway, backends.events)  # fine-tuning and batch jobs
+    services.background.append(services.model_jobs.run)
     from forecourt.delivery.runtime import build_aap_runtime
 
     services.aap = build_aap_runtime(store, settings, services.runner)

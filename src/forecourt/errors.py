@@ -65,6 +65,8 @@ PII, no SQL, no provider internals. Errors live here, or in one ``errors.py`` of
         VinError  [domain.errors]
       InvalidRequest
         PayloadTooLarge
+      JobFailed  [surfaces.a2a.errors]
+      JobStillRunning  [surfaces.a2a.errors]
       NoBackChannel  [surfaces.mcp.errors]
       NoReadyVersion  [adapters.errors]
       NotFound

@@ -69,8 +69,9 @@ async def _extra_key(db: Path, company: str, member: str) -> str:
 
 
 class FakeJobs:
-    """A model-job runtime: ``jobs.demo.create`` queues a job, each ``jobs.demo.get`` moves it on one state
-    (queued → running → succeeded), ``jobs.demo.cancel`` cancels it; a job created with ``hold`` stays running."""
+    """A job runtime that keeps its jobs to itself: ``jobs.demo.create`` queues a job, each ``jobs.demo.get`` moves
+    it on one state (queued → running → succeeded, or failed for a job created with ``fail``), ``jobs.demo.cancel``
+    cancels it; a job created with ``hold`` stays running."""
 
     id = "fake-jobs"
 
@@ -83,7 +84,12 @@ class FakeJobs:
 
         verb = context.action.name.rsplit(".", 1)[1]
         if verb == "create":
-            job = {"job_id": f"job-{len(self.jobs) + 1}", "state": "queued", "hold": bool(payload.get("hold"))}
+            job = {
+                "job_id": f"job-{len(self.jobs) + 1}",
+                "state": "queued",
+                "hold": bool(payload.get("hold")),
+                "fail": bool(payload.get("fail")),
+            }
             self.jobs[job["job_id"]] = job
         else:
             job = self.jobs[payload["job_id"]]
@@ -93,7 +99,7 @@ class FakeJobs:
             elif job["state"] == "queued":
                 job["state"] = "running"
             elif job["state"] == "running" and not job["hold"]:
-                job["state"] = "succeeded"
+                job["state"] = "failed" if job["fail"] else "succeeded"
         view = {"job_id": job["job_id"], "state": job["state"]}
         return AdapterResult(output=view, result_type="model.job")
 
@@ -468,6 +474,36 @@ async def test_a_model_job_is_followed_until_it_ends_and_each_state_is_a_partial
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     assert [chunk["state"] for chunk in _artifact(fetched, "job")] == ["queued", "running", "succeeded"]
     assert _artifact(fetched, "result")[0]["output"]["state"] == "succeeded"
+
+
+async def test_a_job_that_fails_fails_its_task_with_an_error_code(agent_b: Agent, http: httpx.AsyncClient) -> None:
+    client = await _client(http, agent_b, "JSONRPC")
+    try:
+        task = _task(await _send(client, {"action": "jobs.demo.create", "payload": {"fail": True}}))
+    finally:
+        await client.close()
+    assert task.status.state == TaskState.TASK_STATE_FAILED
+    assert [chunk["state"] for chunk in _artifact(task, "job")] == ["queued", "running", "failed"]
+    assert _artifact(task, "result") == []
+    note = get_data_parts(list(task.status.message.parts))[0]
+    assert note["status"] == "failed"
+    assert note["error"]["code"] == "a2a.job_failed"
+
+
+async def test_a_job_that_reports_to_nobody_else_fails_its_task_when_the_polls_run_out_while_it_runs(
+    agent_b: Agent, http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("forecourt.surfaces.a2a.task_executor.JOB_MAX_POLLS", 3)
+    client = await _client(http, agent_b, "JSONRPC")
+    try:
+        task = _task(await _send(client, {"action": "jobs.demo.create", "payload": {"hold": True}}))
+    finally:
+        await client.close()
+    assert task.status.state == TaskState.TASK_STATE_FAILED
+    assert _artifact(task, "result") == []
+    error = get_data_parts(list(task.status.message.parts))[0]["error"]
+    assert error["code"] == "a2a.job_still_running"
+    assert error["details"] == {"job_id": error["details"]["job_id"], "status": "running", "get": "jobs.demo.get"}
 
 
 async def test_canceling_a_running_job_task_cancels_the_job_upstream(agent_b: Agent, http: httpx.AsyncClient) -> None:

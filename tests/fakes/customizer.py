@@ -2,7 +2,8 @@
 
 ``POST /v1/customization/jobs`` creates a job (``created``); every ``GET .../jobs/{id}/status`` moves it one step
 along ``created → pending → running → completed`` (a job whose ``config`` starts with ``fail`` goes from
-``running`` to ``failed``); ``POST .../jobs/{id}/cancel`` makes an unfinished job ``cancelled``. Errors are
+``running`` to ``failed``); ``POST .../jobs/{id}/cancel`` makes an unfinished job ``cancelled``; :meth:`end`
+ends a job at once (the next status read reports it), as the Customizer does on its own schedule. Errors are
 ``{"detail": ...}`` with 404 (unknown job), 409 (cancelling a finished job is answered as it is) or 422.
 """
 
@@ -45,6 +46,11 @@ class FakeCustomizer:
     def url(self) -> str:
         assert self.server is not None
         return self.server.base_url
+
+    def end(self, job_id: str, status: str = "completed") -> None:
+        """End the job: the next status read answers ``status`` (``completed``, ``failed`` or ``cancelled``)."""
+        assert status in TERMINAL, status
+        self.jobs[job_id]["status"] = status
 
     def _view(self, job: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in job.items() if not k.startswith("_")}

@@ -10,8 +10,10 @@ from datetime import timedelta
 import pytest
 
 from forecourt.delivery.model_jobs import ModelJobPoller, channel
+from forecourt.domain.task_links import JobEnd, TaskLink, running_for
 from forecourt.errors import ForecourtError
 from forecourt.gateway.base import Invocation, Principal
+from forecourt.store.model_jobs import ModelJobs
 
 from .support import MOTOR, Rig
 
@@ -74,6 +76,49 @@ async def test_the_poller_refreshes_due_jobs_and_announces_each_end_once(rig, fa
     assert message["job"]["job_id"] == job_id
     assert message["job"]["status"] == "succeeded"
     assert "nvidia.fineTune.get" in await rig.audit_actions()  # polls run through the gateway, audited
+
+
+async def test_a_job_started_for_an_a2a_task_keeps_the_task_and_a_call_nested_in_another_action_does_not(rig, fakes):
+    own = TaskLink(task_id="task-own", owner=f"{MOTOR}/crm-agent", action="nvidia.fineTune.create")
+    with running_for(own):
+        linked = (await _create(rig))["job_id"]
+    other = TaskLink(task_id="task-workflow", owner=f"{MOTOR}/crm-agent", action="workflow.run")
+    with running_for(other):
+        nested = (await _create(rig))["job_id"]
+    jobs = ModelJobs(rig.gateway.store)
+    stored, unlinked = await jobs.get(MOTOR, linked), await jobs.get(MOTOR, nested)
+    assert own.jobs == [linked]
+    assert other.jobs == []
+    assert stored is not None
+    assert (stored.a2a_task_id, stored.a2a_task_owner) == ("task-own", f"{MOTOR}/crm-agent")
+    assert unlinked is not None
+    assert unlinked.a2a_task_id is None
+    assert "a2a_task_id" not in (await _get(rig, linked, refresh=False))  # the link is not part of the job's view
+
+
+async def test_the_end_of_a_job_an_a2a_task_started_goes_to_the_task_before_the_announcement_and_again_if_it_failed(
+    rig, fakes
+):
+    with running_for(TaskLink(task_id="task-1", owner=f"{MOTOR}/crm-agent", action="nvidia.fineTune.create")):
+        job_id = (await _create(rig))["job_id"]
+    poller = ModelJobPoller(rig.gateway, rig.services.backends.events)
+    told: list[JobEnd] = []
+
+    async def listener(end: JobEnd) -> None:
+        told.append(end)
+        if len(told) == 1:
+            raise RuntimeError("the task store is away")
+
+    poller.on_ended.append(listener)
+    fakes.customizer.end("cust-0001", "completed")
+    later = rig.gateway.clock() + timedelta(hours=1)
+    rounds = [await poller.tick(later) for _ in range(3)]
+    assert rounds == [(1, 0), (0, 1), (0, 0)]  # the listener failed: announced in the next round, after it ran
+    assert [(end.task_id, end.owner, end.job["job_id"], end.job["status"]) for end in told] == [
+        ("task-1", f"{MOTOR}/crm-agent", job_id, "succeeded")
+    ] * 2
+    assert told[0].result_type == "model.job"
+    assert told[0].metadata == {"runtime": "nvidia"}
 
 
 async def test_cancelling_an_unfinished_job_cancels_it_and_a_finished_one_stays_as_it_is(rig, fakes):

@@ -7,6 +7,12 @@ that ended and was not yet announced is claimed (``notified_at``, set by exactly
 the event bus, channel ``model-jobs.{company_id}``::
 
     {"type": "model.job.finished", "company_id": ..., "job": {job_id, runtime, kind, status, result, ...}}
+
+A job that an A2A task of the gateway agent started (its record names the task) first has its end handed to the
+``on_ended`` listeners (the gateway agent ends the task: ``surfaces/a2a/task_ends.py``), then is announced. A
+listener runs before the claim so that a replica stopping between the two leaves both to the next round; the task's
+end is written once whatever the number of tries (a version-checked write that nothing writes after the end). A
+listener that fails leaves the job unannounced, and the next round tries both again.
 """
 
 from __future__ import annotations
@@ -14,12 +20,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from forecourt.domain.task_links import JobEnd
 from forecourt.errors import ForecourtError
 from forecourt.gateway.base import Invocation, Principal
-from forecourt.store.model_jobs import ModelJob, ModelJobs
+from forecourt.store.model_jobs import JOB_RESULT, ModelJob, ModelJobs
 
 if TYPE_CHECKING:
     from forecourt.gateway.events_bus import EventBus
@@ -35,6 +43,7 @@ GET_ACTIONS = {
     ("vertex", "batch_prediction"): "vertex.batchPredict.get",
 }
 EVENT_TYPE = "model.job.finished"
+JobEndListener = Callable[[JobEnd], Awaitable[None]]
 
 
 def channel(company_id: str) -> str:
@@ -50,6 +59,8 @@ class ModelJobPoller:
         self.jobs = ModelJobs(gateway.store)
         self.bus = bus
         self.tick_s = tick_s
+        self.on_ended: list[JobEndListener] = []
+        """Told the end of every job an A2A task started, before the job is announced."""
 
     async def run(self) -> None:
         """Poll until cancelled; a failing round is logged and the next one runs."""
@@ -69,11 +80,32 @@ class ModelJobPoller:
             polled += 1
         announced = 0
         for job in await self.jobs.unnotified(BATCH):
+            if not await self._tell_task(job):
+                continue
             if await self.jobs.claim_notification(job.id, now):
                 message = {"type": EVENT_TYPE, "company_id": job.company_id, "job": job.view()}
                 await self.bus.publish(channel(job.company_id), json.dumps(message).encode())
                 announced += 1
         return polled, announced
+
+    async def _tell_task(self, job: ModelJob) -> bool:
+        """Hand the end of a job an A2A task started to the listeners; ``False`` when one of them failed."""
+        if not job.a2a_task_id or not job.a2a_task_owner:
+            return True
+        end = JobEnd(
+            task_id=job.a2a_task_id,
+            owner=job.a2a_task_owner,
+            job=job.view(),
+            result_type=JOB_RESULT,
+            metadata={"runtime": job.runtime},
+        )
+        for listener in self.on_ended:
+            try:
+                await listener(end)
+            except Exception:  # the job stays unannounced: the next round tells the task again, then announces
+                logger.exception("ending the A2A task of %s job %s failed", job.kind, job.id)
+                return False
+        return True
 
     async def _refresh(self, job: ModelJob, now: datetime) -> None:
         action = GET_ACTIONS.get((job.runtime, job.kind))

@@ -2,7 +2,8 @@
 
 Writes are optimistic (``UPDATE ... WHERE revision = :read``): of two replicas polling one job only one writes
 each change. A job's end is delivered once: :meth:`ModelJobs.claim_notification` sets ``notified_at`` only where
-it is still empty, and only the caller that set it publishes the event.
+it is still empty, and only the caller that set it publishes the event. A job started by a task of the A2A gateway
+agent keeps that task (``a2a_task_id``, ``a2a_task_owner``): the job's end ends it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from forecourt.store.base import Store, UnitOfWork
 from forecourt.store.sql.model_jobs_tables import model_jobs
 
+JOB_RESULT = "model.job"
+"""The result type of every job action's answer."""
 TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
 """Statuses a job never leaves."""
 STATUSES = ("pending", "running", "cancelling", *sorted(TERMINAL))
@@ -52,6 +55,9 @@ class ModelJob:
     next_poll_at: datetime | None = None
     finished_at: datetime | None = None
     notified_at: datetime | None = None
+    a2a_task_id: str | None = None
+    """The gateway agent's A2A task that started the job, if one did (never part of the job's view)."""
+    a2a_task_owner: str | None = None
 
     @property
     def done(self) -> bool:

@@ -6,7 +6,8 @@ the stored state, asking the runtime first when ``refresh: true`` (the backgroun
 :mod:`forecourt.delivery.model_jobs`, calls exactly that for every due job); ``cancel`` asks the runtime to cancel;
 ``list`` pages the company's jobs. Normalised statuses: ``pending``, ``running``, ``cancelling``, then one of
 ``succeeded``, ``failed``, ``cancelled``. A job's end is delivered once as an event (``model.job.finished`` on the
-event bus) by the poller.
+event bus) by the poller. A job started by a task of the A2A gateway agent is stored with that task
+(:func:`forecourt.domain.task_links.link_for`), and its end ends the task.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from typing import Any, Protocol
 from forecourt.actions.base import AdapterResult, ExecutionContext
 from forecourt.actions.paging import decode_cursor, encode_cursor, query_key
 from forecourt.adapters.errors import JobNotFound
-from forecourt.store.model_jobs import ModelJob, ModelJobs, new_job_id
+from forecourt.domain.task_links import link_for
+from forecourt.store.model_jobs import JOB_RESULT, ModelJob, ModelJobs, new_job_id
 
 logger = logging.getLogger(__name__)
 
-JOB_RESULT = "model.job"
 DEFAULT_POLL_S = 30.0
 MAX_PAGE = 100
 
@@ -125,6 +126,7 @@ class JobActions:
                 await self.hooks.after_end(context, _placeholder(job_id, company, self.runtime, context))
             raise
         now = context.now
+        link = link_for(context.action.name)
         job = ModelJob(
             id=job_id,
             company_id=company,
@@ -140,8 +142,12 @@ class JobActions:
             created_at=now,
             updated_at=now,
             next_poll_at=now + timedelta(seconds=poll_interval(context.adapter_config)),
+            a2a_task_id=link.task_id if link is not None else None,
+            a2a_task_owner=link.owner if link is not None else None,
         )
         await jobs.add(job)
+        if link is not None:
+            link.jobs.append(job.id)
         logger.info("%s job %s submitted (%s)", self.runtime.kind, job_id, state.status)
         return job
 

@@ -4,6 +4,8 @@ One row per job a company started through Forecourt: the runtime's own id (``rem
 (``pending``, ``running``, ``cancelling``, ``succeeded``, ``failed``, ``cancelled``) and the runtime's own, the
 request and result, and when it is next polled. ``revision`` is an optimistic-concurrency counter (two replicas
 polling one job never both write it); ``notified_at`` is set once the job's end was delivered as an event.
+``a2a_task_id`` and ``a2a_task_owner`` name the gateway agent's A2A task that started the job, if one did: the
+job's end ends that task.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ model_jobs = sa.Table(
     sa.Column("next_poll_at", UtcDateTime(), nullable=True),
     sa.Column("finished_at", UtcDateTime(), nullable=True),
     sa.Column("notified_at", UtcDateTime(), nullable=True),
+    sa.Column("a2a_task_id", sa.String(), nullable=True),
+    sa.Column("a2a_task_owner", sa.String(), nullable=True),
     sa.Index("ix_model_jobs_company_created", "company_id", "created_at"),
     sa.Index("ix_model_jobs_next_poll", "next_poll_at"),
 )

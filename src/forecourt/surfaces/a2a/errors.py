@@ -129,3 +129,21 @@ class InvalidCondition(ForecourtError):
     http_status = 422
     jsonrpc_code = -32602
     default_message = "The condition is not valid here."
+
+
+class JobFailed(ForecourtError):
+    """A job a gateway-agent task followed failed without an error of its own."""
+
+    code = "a2a.job_failed"
+    http_status = 502
+    jsonrpc_code = -32000
+    default_message = "The job failed."
+
+
+class JobStillRunning(ForecourtError):
+    """A gateway-agent task stopped following a job that reports its end to nobody else, while it still ran."""
+
+    code = "a2a.job_still_running"
+    http_status = 504
+    jsonrpc_code = -32000
+    default_message = "The task stopped following the job while it still ran: read the job with its get action."

@@ -16,9 +16,12 @@ the task follows the work:
   status message; the next message on the same task, ``{"data": {...}, "task_id"?: "<user task id>"}``,
   completes that user task (``workflow.complete_task``) and the run continues. ``completed`` / ``failed``
   follow the run's end;
-- a model or fine-tuning job whose answer is ``{job_id, state}`` with a non-final state is polled through the
-  action's sibling ``….get`` (when the catalogue has one) until it ends, each new state a ``job`` artifact chunk;
-  canceling the task calls the sibling ``….cancel``.
+- a model or fine-tuning job whose answer is ``{job_id, state}`` (or ``status``) with a non-final state is polled
+  through the action's sibling ``….get`` (when the catalogue has one), each new state a ``job`` artifact chunk,
+  and the task ends with the job (``surfaces/a2a/jobs.py``). A job whose runtime stores it with the task (the model
+  jobs: the call runs inside :func:`~forecourt.domain.task_links.running_for`) ends the task by itself, on
+  whichever replica announces its end (``task_ends.py``): this executor never writes that end, and a replica that
+  stops leaves nothing behind. Canceling the task calls the sibling ``….cancel``.
 
 A refused or failed call makes the task ``failed`` with the error's stable ``code`` (never provider detail).
 The executor keeps no state of its own: the run id lives in the task's ``run`` artifact, so the follow-up
@@ -30,26 +33,40 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 from a2a.helpers import get_data_parts, new_data_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.cluster import VersionedTaskStore
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]  # no stubs installed
 
+from forecourt.domain.task_links import TaskLink, running_for
 from forecourt.errors import ApprovalPending, ApprovalRejected, ForecourtError, InternalError, InvalidParams
 from forecourt.gateway.base import Invocation, Outcome, Principal
 from forecourt.gateway.pipeline import Gateway
+from forecourt.surfaces.a2a import jobs
+from forecourt.surfaces.a2a.errors import JobStillRunning
 
 logger = logging.getLogger(__name__)
 
 MEDIA_TYPE = "application/json"
-JOB_RUNNING = frozenset({"queued", "pending", "submitted", "running", "working", "created", "in_progress"})
 JOB_POLL_S = 2.0
 """How often a running model job is polled through its ``….get`` sibling."""
+JOB_MAX_POLLS = 1800
+"""How many polls a task follows a job for (an hour at ``JOB_POLL_S``)."""
+TERMINAL = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -128,8 +145,17 @@ def _part(data: Any) -> Part:
 class GatewayTaskExecutor(AgentExecutor):
     """Runs catalogue actions as A2A tasks through the gateway."""
 
-    def __init__(self, gateway: Gateway, *, job_poll_s: float | None = None, job_max_polls: int = 1800) -> None:
+    def __init__(
+        self,
+        gateway: Gateway,
+        *,
+        tasks: VersionedTaskStore | None = None,
+        job_poll_s: float | None = None,
+        job_max_polls: int | None = None,
+    ) -> None:
         self.gateway = gateway
+        self.tasks = tasks
+        """The shared task store: a followed job's task may end elsewhere (read before writing to it)."""
         self.job_poll_s = job_poll_s
         self.job_max_polls = job_max_polls
 
@@ -169,10 +195,17 @@ class GatewayTaskExecutor(AgentExecutor):
             outcome = found
         else:
             request = parse_request(held if waiting and held else data)
+            link = _link(context, request.action)
             try:
-                outcome = await self._invoke(context, principal, request.action, request.payload, request.claimed_type)
+                with _running_for(link):
+                    outcome = await self._invoke(
+                        context, principal, request.action, request.payload, request.claimed_type
+                    )
             except ApprovalPending as exc:
                 await self._hold(context, updater, request, exc)
+                return
+            if link is not None and isinstance(outcome.output, dict) and outcome.output.get("job_id") in link.jobs:
+                await self._follow_job(context, updater, principal, outcome, linked=True)
                 return
         await self._report(context, updater, principal, outcome, seen=len((run or {}).get("log") or []))
 
@@ -258,10 +291,11 @@ class GatewayTaskExecutor(AgentExecutor):
         if outcome.result_type == "workflow.run" and isinstance(output, dict) and "run_id" in output:
             await self._report_run(updater, output, seen, task_id, context_id)
             return
-        if isinstance(output, dict) and output.get("job_id") and str(output.get("state", "")).lower() in JOB_RUNNING:
-            output = await self._follow_job(context, updater, principal, outcome)
+        if jobs.is_running_job(output):
+            await self._follow_job(context, updater, principal, outcome, linked=False)
+            return
         await updater.add_artifact(
-            [_part({"type": outcome.result_type, "output": output, "metadata": outcome.metadata})], name="result"
+            [_part(jobs.result_body(outcome.result_type, output, outcome.metadata))], name="result"
         )
         await updater.complete()
 
@@ -287,25 +321,90 @@ class GatewayTaskExecutor(AgentExecutor):
             await updater.update_status(TaskState.TASK_STATE_WORKING, _message(task_id, context_id, {"run": status}))
 
     async def _follow_job(
-        self, context: RequestContext, updater: TaskUpdater, principal: Principal, outcome: Outcome
-    ) -> Any:
+        self, context: RequestContext, updater: TaskUpdater, principal: Principal, outcome: Outcome, *, linked: bool
+    ) -> None:
+        """Follow a running job through its ``….get`` sibling, each new state a chunk of the ``job`` artifact.
+
+        A ``linked`` job (stored with this task) ends the task by itself when it ends, on whichever replica announces
+        it: this request reports its progress while it runs and never writes the end; when the polls run out the
+        task stays ``working`` until then. Any other job is ended here when ``….get`` answers a final state, and
+        fails the task with ``a2a.job_still_running`` when the polls run out first: nothing else would end it.
+        Each turn first reads the stored task: once it ended elsewhere (the job's end, or a cancel on another
+        replica), this request stops without writing to it.
+        """
+        task_id, context_id = str(context.task_id), str(context.context_id)
         getter = _sibling(outcome.action, "get")
+        pollable = self.gateway.catalogue.get(getter) is not None
         output = outcome.output
-        if self.gateway.catalogue.get(getter) is None:
-            return output
-        task_id = str(context.task_id)
-        last: str | None = None
-        for _ in range(self.job_max_polls):
-            state = str(output.get("state", "")).lower()
-            if state != last:
-                chunk = [_part({"action": outcome.action, **output})]
-                await updater.add_artifact(chunk, artifact_id=f"{task_id}-job", name="job", append=last is not None)
-                last = state
-            if state not in JOB_RUNNING:
-                break
-            await asyncio.sleep(self.job_poll_s if self.job_poll_s is not None else JOB_POLL_S)
+        if not linked and not pollable:  # nothing to follow it with: the first answer is the result
+            await self._end_job(updater, outcome, output, task_id, context_id)
+            return
+        seen = jobs.job_state(output)
+        await self._job_chunk(updater, outcome.action, output, task_id, first=True)
+        for _ in range(self.job_max_polls if self.job_max_polls is not None else JOB_MAX_POLLS):
+            await asyncio.sleep(self._poll_s())
+            if await self._ended_elsewhere(context):
+                await self._meet_the_end(updater, outcome.action, output, task_id)
+                return
+            if seen not in jobs.RUNNING or not pollable:  # a linked job's end is being written elsewhere
+                continue
             output = (await self._invoke(context, principal, getter, {"job_id": output["job_id"]})).output
-        return output
+            state = jobs.job_state(output)
+            if state == seen:
+                continue
+            seen = state
+            if state in jobs.RUNNING or not linked:
+                await self._job_chunk(updater, outcome.action, output, task_id)
+            if state not in jobs.RUNNING and not linked:
+                await self._end_job(updater, outcome, output, task_id, context_id)
+                return
+        if not linked:
+            raise JobStillRunning(details={"job_id": output.get("job_id"), "status": seen, "get": getter})
+
+    async def _job_chunk(
+        self, updater: TaskUpdater, action: str, output: dict[str, Any], task_id: str, *, first: bool = False
+    ) -> None:
+        chunk = [_part(jobs.job_chunk(action, output))]
+        await updater.add_artifact(chunk, artifact_id=f"{task_id}-job", name="job", append=not first)
+
+    async def _end_job(
+        self, updater: TaskUpdater, outcome: Outcome, output: Any, task_id: str, context_id: str
+    ) -> None:
+        """End the task with the job's final answer (``surfaces/a2a/jobs.py``)."""
+        note = _message(task_id, context_id, jobs.end_note(output))
+        state = jobs.end_state(output)
+        if state == TaskState.TASK_STATE_FAILED:
+            await updater.failed(note)
+        elif state == TaskState.TASK_STATE_CANCELED:
+            await updater.cancel(note)
+        else:
+            body = jobs.result_body(outcome.result_type, output, outcome.metadata)
+            await updater.add_artifact([_part(body)], artifact_id=f"{task_id}-result", name="result")
+            await updater.complete(note)
+
+    async def _ended_elsewhere(self, context: RequestContext) -> bool:
+        """Whether the stored task already ended (written by another part of the gateway or another replica).
+
+        A task not stored yet (this request's first events still on their way) has not.
+        """
+        if self.tasks is None or context.call_context is None:
+            return False
+        stored = await self.tasks.get(str(context.task_id), context.call_context)
+        return stored is not None and stored.task.status.state in TERMINAL
+
+    async def _meet_the_end(self, updater: TaskUpdater, action: str, output: dict[str, Any], task_id: str) -> None:
+        """Let this request learn the end written elsewhere, writing nothing.
+
+        The request's next save is checked against the version it last wrote, which the end has moved on: the SDK
+        reloads the ended task, hands it to this replica's subscribers (a blocking ``SendMessage`` answers it),
+        drops the save and cancels this request, which waits for that here (returning first would have the SDK
+        report the request's completion on queues it already closed).
+        """
+        await self._job_chunk(updater, action, output, task_id)
+        await asyncio.sleep(self._poll_s())
+
+    def _poll_s(self) -> float:
+        return self.job_poll_s if self.job_poll_s is not None else JOB_POLL_S
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Cancel the task; a model job is canceled upstream through the action's ``….cancel`` sibling."""
@@ -322,6 +421,17 @@ class GatewayTaskExecutor(AgentExecutor):
                 except ForecourtError as exc:
                     logger.info("job cancel refused: %s", exc.code)
         await updater.cancel()
+
+
+def _link(context: RequestContext, action: str) -> TaskLink | None:
+    """The task a call of its own action runs for (owned as the task store keys it)."""
+    state = context.call_context.state if context.call_context else {}
+    owner = state.get("owner")
+    return TaskLink(task_id=str(context.task_id), owner=str(owner), action=action) if owner else None
+
+
+def _running_for(link: TaskLink | None) -> AbstractContextManager[None]:
+    return running_for(link) if link is not None else nullcontext()
 
 
 def _sibling(action: str, verb: str) -> str:

@@ -10,7 +10,8 @@ The SDK's ``DefaultRequestHandler`` runs the protocol; tasks, their versions and
 Forecourt's database (the SDK's ``VersionedDatabaseTaskStore`` and ``DatabaseTaskEventStream`` on the store's
 engine), so ``GetTask``, ``CancelTask`` and ``SubscribeToTask`` (resubscribe) work on any replica, and a stream
 opened on one replica follows a task another replica runs. Push-notification configs live there too and are
-delivered by :class:`~forecourt.surfaces.a2a.push.SignedPushSender`.
+delivered by :class:`~forecourt.surfaces.a2a.push.SignedPushSender`. A task ended from outside its request (a held
+call that ran on approval, a model job that ended) is written by :class:`~forecourt.surfaces.a2a.task_ends.TaskEnds`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import logging
 import warnings
 from collections.abc import Awaitable, Callable
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from a2a.client.card_resolver import parse_agent_card
@@ -45,6 +46,9 @@ from forecourt.surfaces.a2a.app import push_url_validator
 from forecourt.surfaces.a2a.push import SignedPushSender
 from forecourt.surfaces.a2a.task_ends import TaskEnds
 from forecourt.surfaces.a2a.task_executor import GatewayTaskExecutor
+
+if TYPE_CHECKING:
+    from forecourt.domain.task_links import JobEnd
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +150,15 @@ def _fernet_key(settings: Settings) -> bytes:
 class GatewayAgentSurface:
     """Routes of the gateway agent over both A2A bindings."""
 
-    def __init__(self, gateway: Gateway, settings: Settings, *, http: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        gateway: Gateway,
+        settings: Settings,
+        *,
+        http: httpx.AsyncClient | None = None,
+        job_ends: list[Callable[[JobEnd], Awaitable[None]]] | None = None,
+    ) -> None:
+        """``job_ends``: the model-job poller's listeners (``ModelJobPoller.on_ended``); the surface joins them."""
         engine = getattr(gateway.store, "engine", None)
         if engine is None:
             raise TypeError("the gateway agent keeps its tasks in the SQL store")
@@ -174,11 +186,15 @@ class GatewayAgentSurface:
             transport=guarded_transport(allow_private=settings.allow_private_targets),
         )
         self.push_sender = SignedPushSender(self.http, self.push_store, validator)
-        self.executor = GatewayTaskExecutor(gateway)
-        # A call a policy held ends its waiting task as soon as it runs on approval (any replica may decide).
+        self.executor = GatewayTaskExecutor(gateway, tasks=self.task_store)
+        # A call a policy held ends its waiting task as soon as it runs on approval (any replica may decide); a model
+        # job a task started ends the task when the poller of any replica announces the job's end.
         self.ends = TaskEnds(self.task_store, self.events, self.push_sender)
         if gateway.approvals is not None:
             gateway.approvals.on_ran.append(self.ends.held_ran)
+        self.job_ends = job_ends
+        if job_ends is not None:
+            job_ends.append(self.ends.job_ended)
         self.handler = DefaultRequestHandler(
             agent_executor=self.executor,
             task_store=self.task_store,
@@ -200,6 +216,8 @@ class GatewayAgentSurface:
         """Drain running tasks and close the webhook client."""
         if self.gateway.approvals is not None and self.ends.held_ran in self.gateway.approvals.on_ran:
             self.gateway.approvals.on_ran.remove(self.ends.held_ran)
+        if self.job_ends is not None and self.ends.job_ended in self.job_ends:
+            self.job_ends.remove(self.ends.job_ended)
         await self.handler.aclose()
         await self.http.aclose()
 
@@ -254,6 +272,9 @@ def gateway_agent_routes(services: Any) -> list[BaseRoute]:
     """The gateway agent's routes for an app's services (none without an SQL store); closed with the services."""
     if getattr(services.gateway.store, "engine", None) is None:
         return []
-    surface = GatewayAgentSurface(services.gateway, services.settings)
+    poller = services.model_jobs
+    surface = GatewayAgentSurface(
+        services.gateway, services.settings, job_ends=poller.on_ended if poller is not None else None
+    )
     services.closers.append(surface.close)
     return surface.routes()
