@@ -433,3 +433,75 @@ async def test_two_replicas_whose_pollers_meet_one_ended_job_at_once_end_its_tas
     assert result["output"]["status"] == "succeeded"
     assert [state for state, _, _ in webhook.ends(started.id)] == ["TASK_STATE_COMPLETED"]
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+async def _cancel(replica: Replica, task_id: str) -> Task:
+    client = await replica.client()
+    try:
+        task: Task = await client.cancel_task(CancelTaskRequest(id=task_id))
+    finally:
+        await client.close()
+    return task
+
+
+async def _job_canceled_elsewhere(one: Replica, two: Replica, webhook: Webhook) -> tuple[Task, dict[str, Any]]:
+    """A job task started on ``one``, whose replica then stops, canceled on ``two``: the task and its job chunk."""
+    started = await _start_job(one, webhook)
+    assert started.status.state == TaskState.TASK_STATE_WORKING
+    await one.stop()
+    canceled = await _cancel(two, started.id)
+    assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+    job: dict[str, Any] = _chunks(started, "job")[0]
+    return started, job
+
+
+async def test_a_job_task_canceled_on_another_replica_cancels_the_job_upstream(
+    replicas: tuple[Replica, Replica], customizer: FakeCustomizer, webhook: Webhook, caplog: pytest.LogCaptureFixture
+) -> None:
+    one, two = replicas
+    caplog.set_level(logging.WARNING)
+    started, job = await _job_canceled_elsewhere(one, two, webhook)
+    assert customizer.cancels == []  # the replica that answered the cancel does not run the task
+
+    rounds = [await two.tick(), await two.tick()]
+    stored = await ModelJobs(two.services.store).get(MOTOR, job["job_id"])
+    ended = await two.get_task(started.id)
+
+    assert customizer.cancels == [job["remote_id"]]
+    assert customizer.jobs[job["remote_id"]]["status"] == "cancelled"
+    assert stored is not None
+    assert stored.status == "cancelled"
+    assert rounds == [(1, 1), (0, 0)]  # canceled upstream and announced, once
+    assert ended.status.state == TaskState.TASK_STATE_CANCELED
+    assert [r.getMessage() for r in caplog.records if r.name == "forecourt.delivery.model_jobs"] == []
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+async def test_a_failed_upstream_cancel_of_a_canceled_job_task_is_tried_again_on_the_next_round(
+    replicas: tuple[Replica, Replica], customizer: FakeCustomizer, webhook: Webhook, caplog: pytest.LogCaptureFixture
+) -> None:
+    one, two = replicas
+    caplog.set_level(logging.WARNING)
+    started, job = await _job_canceled_elsewhere(one, two, webhook)
+    customizer.faults.fail(503, {"detail": "customizer restarting"})
+    poller = two.services.model_jobs
+    assert poller is not None
+    now = two.services.gateway.clock() + timedelta(hours=1)
+
+    first = await poller.tick(now)
+    between = await ModelJobs(two.services.store).get(MOTOR, job["job_id"])
+    second = await poller.tick(now + timedelta(hours=1))
+    stored = await ModelJobs(two.services.store).get(MOTOR, job["job_id"])
+    ended = await two.get_task(started.id)
+
+    assert first == (1, 0)
+    assert between is not None
+    assert not between.done  # polled instead, and still running upstream
+    assert second == (1, 1)
+    assert customizer.cancels == [job["remote_id"], job["remote_id"]]
+    assert stored is not None
+    assert stored.status == "cancelled"
+    assert ended.status.state == TaskState.TASK_STATE_CANCELED
+    warned = [r for r in caplog.records if r.name == "forecourt.delivery.model_jobs" and r.levelno == logging.WARNING]
+    assert [r.args[-1] for r in warned if isinstance(r.args, tuple)] == ["upstream.unavailable"]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []

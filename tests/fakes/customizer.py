@@ -5,6 +5,7 @@ along ``created → pending → running → completed`` (a job whose ``config`` 
 ``running`` to ``failed``); ``POST .../jobs/{id}/cancel`` makes an unfinished job ``cancelled``; :meth:`end`
 ends a job at once (the next status read reports it), as the Customizer does on its own schedule. Errors are
 ``{"detail": ...}`` with 404 (unknown job), 409 (cancelling a finished job is answered as it is) or 422.
+Scripted faults answer the next create or cancel; :attr:`FakeCustomizer.cancels` keeps the jobs asked to cancel.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class FakeCustomizer:
         self.faults = Faults()
         self.jobs: dict[str, dict[str, Any]] = {}
         self.created: list[dict[str, Any]] = []
+        self.cancels: list[str] = []
         self.auth_seen: list[str | None] = []
         self.status_polls = 0
 
@@ -97,6 +99,10 @@ class FakeCustomizer:
 
     async def cancel(self, request: Request) -> Response:
         self.auth_seen.append(request.headers.get("authorization"))
+        self.cancels.append(request.path_params["job_id"])
+        scripted = self.faults.take()
+        if scripted is not None:
+            return JSONResponse(scripted.body, status_code=scripted.status, headers=scripted.headers)
         job = self.jobs.get(request.path_params["job_id"])
         if job is None:
             return JSONResponse({"detail": "job not found"}, status_code=404)

@@ -13,6 +13,13 @@ A job that an A2A task of the gateway agent started (its record names the task) 
 listener runs before the claim so that a replica stopping between the two leaves both to the next round; the task's
 end is written once whatever the number of tries (a version-checked write that nothing writes after the end). A
 listener that fails leaves the job unannounced, and the next round tries both again.
+
+A task can be canceled on a replica that does not run it (or after the replica that started it stopped): the task is
+written ``canceled`` and nothing else happens. So before polling a linked job that has not ended, the poller asks the
+``task_canceled`` listeners (the gateway agent reads the task) and, when its task is ``canceled``, runs the job's
+``cancel`` action instead of ``get``, as the same internal principal. A cancel that fails is logged with its error
+code and the job is polled as usual: a job that ended meanwhile ends as it ended (the task, already ``canceled``,
+is left alone), one still running is canceled again at its next poll. The cancelled job is then announced once.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from forecourt.domain.task_links import JobEnd
+from forecourt.domain.task_links import JobEnd, LinkedTask
 from forecourt.errors import ForecourtError
 from forecourt.gateway.base import Invocation, Principal
 from forecourt.store.model_jobs import JOB_RESULT, ModelJob, ModelJobs
@@ -42,8 +49,13 @@ GET_ACTIONS = {
     ("nvidia", "fine_tune"): "nvidia.fineTune.get",
     ("vertex", "batch_prediction"): "vertex.batchPredict.get",
 }
+CANCEL_ACTIONS = {
+    ("nvidia", "fine_tune"): "nvidia.fineTune.cancel",
+    ("vertex", "batch_prediction"): "vertex.batchPredict.cancel",
+}
 EVENT_TYPE = "model.job.finished"
 JobEndListener = Callable[[JobEnd], Awaitable[None]]
+TaskCanceledListener = Callable[[LinkedTask], Awaitable[bool]]
 
 
 def channel(company_id: str) -> str:
@@ -61,6 +73,8 @@ class ModelJobPoller:
         self.tick_s = tick_s
         self.on_ended: list[JobEndListener] = []
         """Told the end of every job an A2A task started, before the job is announced."""
+        self.task_canceled: list[TaskCanceledListener] = []
+        """Asked, before a running job an A2A task started is polled, whether that task was canceled."""
 
     async def run(self) -> None:
         """Poll until cancelled; a failing round is logged and the next one runs."""
@@ -76,7 +90,10 @@ class ModelJobPoller:
         now = now or self.gateway.clock()
         polled = 0
         for job in await self.jobs.due(now, BATCH):
-            await self._refresh(job, now)
+            if await self._task_canceled(job):
+                await self._cancel(job, now)
+            else:
+                await self._refresh(job, now)
             polled += 1
         announced = 0
         for job in await self.jobs.unnotified(BATCH):
@@ -107,12 +124,43 @@ class ModelJobPoller:
                 return False
         return True
 
+    async def _task_canceled(self, job: ModelJob) -> bool:
+        """Whether the A2A task that started the job was canceled (a job no task started: never)."""
+        if not job.a2a_task_id or not job.a2a_task_owner or (job.runtime, job.kind) not in CANCEL_ACTIONS:
+            return False
+        if job.status == "cancelling":  # canceled already: polled until it ends
+            return False
+        linked = LinkedTask(task_id=job.a2a_task_id, owner=job.a2a_task_owner, job_id=job.id)
+        for listener in self.task_canceled:
+            try:
+                if await listener(linked):
+                    return True
+            except Exception:  # the job is polled as usual; the next round asks again
+                logger.exception("reading the A2A task of %s job %s failed", job.kind, job.id)
+        return False
+
+    async def _cancel(self, job: ModelJob, now: datetime) -> None:
+        """Cancel the job upstream; when that fails, poll it (it may have ended meanwhile) and cancel it next time."""
+        payload = {"job_id": job.id}
+        try:
+            await self.gateway.invoke(
+                Invocation(action=CANCEL_ACTIONS[(job.runtime, job.kind)], payload=payload, principal=_principal(job))
+            )
+        except ForecourtError as exc:
+            await self._refresh(job, now)
+            current = await self.jobs.get(job.company_id, job.id)
+            if current is not None and current.done:
+                logger.info("%s job %s of a canceled task had ended: %s", job.kind, job.id, current.status)
+            else:
+                logger.warning("canceling %s job %s of a canceled task failed: %s", job.kind, job.id, exc.code)
+            return
+        logger.info("%s job %s asked to cancel: its task was canceled", job.kind, job.id)
+
     async def _refresh(self, job: ModelJob, now: datetime) -> None:
         action = GET_ACTIONS.get((job.runtime, job.kind))
         if action is None:
             return
-        principal = Principal(method="internal", company_id=job.company_id, member_id=None, subject="model-jobs")
-        inv = Invocation(action=action, payload={"job_id": job.id, "refresh": True}, principal=principal)
+        inv = Invocation(action=action, payload={"job_id": job.id, "refresh": True}, principal=_principal(job))
         try:
             await self.gateway.invoke(inv)
         except ForecourtError as exc:
@@ -120,3 +168,8 @@ class ModelJobPoller:
             current = await self.jobs.get(job.company_id, job.id)
             if current is not None and not current.done:
                 await self.jobs.update(current, next_poll_at=now + timedelta(seconds=RETRY_AFTER_FAILURE_S))
+
+
+def _principal(job: ModelJob) -> Principal:
+    """The internal principal acting for the job's company."""
+    return Principal(method="internal", company_id=job.company_id, member_id=None, subject="model-jobs")

@@ -4,7 +4,9 @@ The gateway agent (``surfaces/a2a/task_executor.py``) runs a task's action insid
 runtime that stores what it started (``adapters/models/jobs.py``) reads :func:`link_for` and keeps the task on the
 job's record, and notes the job on the link so the executor knows the job will report back by itself. When the job
 ends, the model-job poller (``delivery/model_jobs.py``) hands a :class:`JobEnd` to the gateway agent, which ends
-the task (``surfaces/a2a/task_ends.py``) on whichever replica announced it.
+the task (``surfaces/a2a/task_ends.py``) on whichever replica announced it. While the job runs, the poller asks the
+gateway agent about the job's :class:`LinkedTask`: a task canceled on a replica that does not run it has its job
+canceled upstream by the poller.
 """
 
 from __future__ import annotations
@@ -40,6 +42,15 @@ class JobEnd:
     """The job as its actions answer it (``job_id``, ``status``, ``result``, ``error``, ...)."""
     result_type: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LinkedTask:
+    """The task a running job was started for, as the model-job poller names it to the gateway agent."""
+
+    task_id: str
+    owner: str
+    job_id: str
 
 
 _LINK: ContextVar[TaskLink | None] = ContextVar("forecourt_task_link", default=None)

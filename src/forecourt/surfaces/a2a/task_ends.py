@@ -15,6 +15,10 @@ event is one new version of the task, checked against the version read, in the S
 (:class:`~a2a.server.tasks.TaskManager`), so every event also lands in the shared event log. A task that already
 ended is left alone, and a write that meets a newer version reads the task again: of two replicas ending one task,
 or of this and a live executor, the end is written once. The executor that started the job never writes its end.
+
+A task canceled on a replica that does not run it is only written ``canceled``: its executor never hears of it. The
+poller asks :meth:`TaskEnds.job_canceled` about each running job a task started and cancels the job upstream when
+the task is ``canceled``.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from a2a.server.tasks import PushNotificationSender, TaskManager
 from a2a.types import Artifact, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent
 
 from forecourt.domain.approvals import Approval
-from forecourt.domain.task_links import JobEnd
+from forecourt.domain.task_links import JobEnd, LinkedTask
 from forecourt.surfaces.a2a import jobs
 from forecourt.surfaces.a2a.task_executor import TERMINAL, _artifact, _message, _part
 
@@ -114,6 +118,11 @@ class TaskEnds:
                 continue  # written meanwhile (a progress chunk, or the same end from another replica): read again
             return
         logger.warning("an A2A task kept changing while its job's end was written (task %s)", end.task_id)
+
+    async def job_canceled(self, linked: LinkedTask) -> bool:
+        """Whether the task that started the running job ``linked`` names was canceled."""
+        stored = await self.store.get(linked.task_id, ServerCallContext(state={"owner": linked.owner}))
+        return stored is not None and stored.task.status.state == TaskState.TASK_STATE_CANCELED
 
     async def _deliver(self, task_id: str, event: TaskEvent, version: TaskVersion) -> None:
         """Publish a written event on the shared stream and send it to the task's webhooks."""

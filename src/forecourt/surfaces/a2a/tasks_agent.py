@@ -48,7 +48,7 @@ from forecourt.surfaces.a2a.task_ends import TaskEnds
 from forecourt.surfaces.a2a.task_executor import GatewayTaskExecutor
 
 if TYPE_CHECKING:
-    from forecourt.domain.task_links import JobEnd
+    from forecourt.domain.task_links import JobEnd, LinkedTask
 
 logger = logging.getLogger(__name__)
 
@@ -157,8 +157,10 @@ class GatewayAgentSurface:
         *,
         http: httpx.AsyncClient | None = None,
         job_ends: list[Callable[[JobEnd], Awaitable[None]]] | None = None,
+        job_cancels: list[Callable[[LinkedTask], Awaitable[bool]]] | None = None,
     ) -> None:
-        """``job_ends``: the model-job poller's listeners (``ModelJobPoller.on_ended``); the surface joins them."""
+        """``job_ends``, ``job_cancels``: the model-job poller's listeners (``ModelJobPoller.on_ended``,
+        ``ModelJobPoller.task_canceled``); the surface joins them."""
         engine = getattr(gateway.store, "engine", None)
         if engine is None:
             raise TypeError("the gateway agent keeps its tasks in the SQL store")
@@ -188,13 +190,17 @@ class GatewayAgentSurface:
         self.push_sender = SignedPushSender(self.http, self.push_store, validator)
         self.executor = GatewayTaskExecutor(gateway, tasks=self.task_store)
         # A call a policy held ends its waiting task as soon as it runs on approval (any replica may decide); a model
-        # job a task started ends the task when the poller of any replica announces the job's end.
+        # job a task started ends the task when the poller of any replica announces the job's end, and is canceled by
+        # that poller when its task was canceled on a replica that does not run it.
         self.ends = TaskEnds(self.task_store, self.events, self.push_sender)
         if gateway.approvals is not None:
             gateway.approvals.on_ran.append(self.ends.held_ran)
         self.job_ends = job_ends
         if job_ends is not None:
             job_ends.append(self.ends.job_ended)
+        self.job_cancels = job_cancels
+        if job_cancels is not None:
+            job_cancels.append(self.ends.job_canceled)
         self.handler = DefaultRequestHandler(
             agent_executor=self.executor,
             task_store=self.task_store,
@@ -218,6 +224,8 @@ class GatewayAgentSurface:
             self.gateway.approvals.on_ran.remove(self.ends.held_ran)
         if self.job_ends is not None and self.ends.job_ended in self.job_ends:
             self.job_ends.remove(self.ends.job_ended)
+        if self.job_cancels is not None and self.ends.job_canceled in self.job_cancels:
+            self.job_cancels.remove(self.ends.job_canceled)
         await self.handler.aclose()
         await self.http.aclose()
 
@@ -274,7 +282,10 @@ def gateway_agent_routes(services: Any) -> list[BaseRoute]:
         return []
     poller = services.model_jobs
     surface = GatewayAgentSurface(
-        services.gateway, services.settings, job_ends=poller.on_ended if poller is not None else None
+        services.gateway,
+        services.settings,
+        job_ends=poller.on_ended if poller is not None else None,
+        job_cancels=poller.task_canceled if poller is not None else None,
     )
     services.closers.append(surface.close)
     return surface.routes()
