@@ -230,7 +230,8 @@ async def measure(
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Migrate, load when needed, warm up, then measure."""
-    await upgrade_async(args.database_url)
+    if not args.skip_migrate:
+        await upgrade_async(args.database_url)
     store = SqlStore(create_engine(args.database_url, pool_size=2))
     try:
         async with store.transaction() as uow:
@@ -268,6 +269,9 @@ def main() -> None:
     parser.add_argument("--dealerships", type=int, default=100)
     parser.add_argument("--searches", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--skip-migrate", action="store_true", help="an already loaded database (e.g. an older checkout's code on it)"
+    )
     parser.add_argument(
         "--path",
         choices=["read", "transaction"],
