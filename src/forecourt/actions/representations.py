@@ -111,7 +111,7 @@ class VehicleReprs:
         def forget(ref: weakref.ref[Vehicle]) -> None:
             entry = self._entries.get(key)
             if entry is not None and entry[0] is ref:
-                del self._entries[key]
+                self._entries.pop(key, None)
 
         return forget
 

@@ -166,10 +166,10 @@ class DriverRows:
                 continue
             vehicle = self._build(row, dialect)
             if h in seen:
-                del seen[h]
+                seen.pop(h, None)
                 built[h] = (key, vehicle)
                 if len(built) > self._size:
-                    del built[next(iter(built))]
+                    built.pop(next(iter(built), h), None)
             else:
                 seen[h] = None
                 if len(seen) > 4 * self._size:
