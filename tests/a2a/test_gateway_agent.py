@@ -29,12 +29,9 @@ from a2a.types import (
     TaskState,
 )
 from a2a.utils.errors import A2AError
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from aap.support import MOTOR, TOYOTA, LiveServer, build_template, settings_for, wait_for
+from fakes.webhook import Webhook
 from forecourt.bootstrap import create_app
 from forecourt.gateway.auth.apikeys import ApiKeyService
 from forecourt.gateway.backends.memory import MemoryRevocationList
@@ -364,25 +361,12 @@ async def test_a_refused_action_fails_the_task_with_the_errors_code(agent_b: Age
     assert get_data_parts(list(task.status.message.parts))[0]["error"]["code"] == "auth.tenancy_denied"
 
 
-class Webhook:
-    """A webhook receiver on loopback that keeps what it was sent."""
-
-    def __init__(self) -> None:
-        self.received: list[tuple[bytes, dict[str, str]]] = []
-
-        async def hook(request: Request) -> JSONResponse:
-            self.received.append((await request.body(), dict(request.headers)))
-            return JSONResponse({"ok": True})
-
-        self.server = LiveServer(Starlette(routes=[Route("/hook", hook, methods=["POST"])])).start()
-
-
 async def test_push_notifications_reach_the_callers_webhook_signed(agent_b: Agent, http: httpx.AsyncClient) -> None:
     webhook = Webhook()
     try:
         client = await _client(http, agent_b, "JSONRPC")
         secret = "webhook-secret-0123456789"
-        push = TaskPushNotificationConfig(url=webhook.server.url + "/hook", token=secret)
+        push = TaskPushNotificationConfig(url=webhook.url, token=secret)
         config = SendMessageConfiguration(task_push_notification_config=push)
         try:
             task = _task(await _send(client, await _workflow(http, agent_b), configuration=config))
@@ -566,7 +550,7 @@ async def test_a_call_a_policy_holds_waits_in_input_required_and_its_task_comple
     client = await _client(http, agent_b, "JSONRPC")
     try:
         secret = "held-webhook-secret-0123456789"
-        push = TaskPushNotificationConfig(url=webhook.server.url + "/hook", token=secret)
+        push = TaskPushNotificationConfig(url=webhook.url, token=secret)
         config = SendMessageConfiguration(task_push_notification_config=push)
         action = {"action": "embedding.delete", "payload": {"id": vector_id}}
         held = _task(await _send(client, action, configuration=config))

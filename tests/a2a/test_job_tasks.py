@@ -37,12 +37,9 @@ from a2a.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
-from aap.support import DEMO_NOW, MOTOR, LiveServer, build_template, settings_for, wait_for
+import fakes.webhook
+from aap.support import DEMO_NOW, MOTOR, build_template, settings_for, wait_for
 from fakes.customizer import FakeCustomizer, fake_customizer
 from forecourt.bootstrap import Services, create_app
 from forecourt.demo import load_demo
@@ -57,21 +54,8 @@ SECRET = "job-task-webhook-secret-0123456789"
 BASE = "http://forecourt.test"
 
 
-class Webhook:
-    """A webhook receiver on loopback that keeps what it was sent."""
-
-    def __init__(self) -> None:
-        self.received: list[tuple[bytes, dict[str, str]]] = []
-
-        async def hook(request: Request) -> JSONResponse:
-            self.received.append((await request.body(), dict(request.headers)))
-            return JSONResponse({"ok": True})
-
-        self.server = LiveServer(Starlette(routes=[Route("/hook", hook, methods=["POST"])])).start()
-
-    @property
-    def url(self) -> str:
-        return self.server.url + "/hook"
+class Webhook(fakes.webhook.Webhook):
+    """The loopback webhook, reading the terminal states pushed for a task."""
 
     def ends(self, task_id: str) -> list[tuple[str, bytes, dict[str, str]]]:
         """The terminal states pushed for the task, with each body and its headers, in arrival order."""
