@@ -27,6 +27,7 @@ from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from forecourt.store.sql.engine import SQLITE_CACHE_KIB, SQLITE_MMAP_BYTES, json_loads, sqlite_file_path
+from forecourt.store.sql.prepared import DriverStatement, run_on_driver
 
 READ_BUSY_TIMEOUT_MS = 250
 READ_POOL_SIZE = 8
@@ -51,6 +52,10 @@ class InlineConnection:
     async def scalar(self, statement: Any, parameters: Any = None) -> Any:
         """The first column of the first row of ``statement``'s result."""
         return self.sync_connection.scalar(statement, parameters)
+
+    def driver_rows(self, statement: DriverStatement) -> list[Any]:
+        """The driver's rows of a prepared statement, in this unit of work's transaction (see :mod:`.prepared`)."""
+        return run_on_driver(self.sync_connection.connection.dbapi_connection, self.dialect, statement)
 
 
 def inline_read_engine(engine: AsyncEngine) -> sa.Engine | None:

@@ -18,6 +18,8 @@ from forecourt.domain.vehicle import Condition, Facets, InventoryQuery, SearchPa
 from forecourt.errors import AlreadyExists, InvalidParams, VehicleNotFound
 from forecourt.store.sql import inventory_bulk, search
 from forecourt.store.sql.context import TxContext, new_id
+from forecourt.store.sql.inline import InlineConnection
+from forecourt.store.sql.prepared import PreparedReads
 from forecourt.store.sql.tables import vehicles
 
 _V = vehicles.c
@@ -151,6 +153,10 @@ class DriverRows:
             raw = result.cursor.fetchall() if result.cursor is not None else []
         finally:
             result.close()
+        return self.from_rows(raw, dialect)
+
+    def from_rows(self, raw: Sequence[Sequence[Any]], dialect: sa.Dialect) -> list[Vehicle]:
+        """The vehicles of driver rows selecting ``_SELECT_COLUMNS``."""
         built, seen = self._built, self._seen
         out: list[Vehicle] = []
         for row in raw:
@@ -225,6 +231,9 @@ def _vehicle_from_values(values: Sequence[Any]) -> Vehicle:
 DRIVER_ROWS = DriverRows()
 """The process's memo of built vehicles (searches in every unit of work share it)."""
 
+PREPARED_SEARCHES = PreparedReads()
+"""The driver statements (page, count) of searches asked for more than once, on inline SQLite reads."""
+
 
 def _event(vehicle: Vehicle, change: ChangeType, at: datetime) -> ChangeEvent:
     return ChangeEvent(
@@ -285,15 +294,26 @@ class SqlInventoryRepository:
 
     async def search(self, query: InventoryQuery) -> SearchPage:
         """One page of the vehicles matching ``query`` and the size of the whole matching set."""
-        try:
-            page, count = search_statements(query)
-        except TypeError:  # a query built without validation may hold lists: unhashable, so built afresh
-            page, count = search_statements.__wrapped__(query)
-        items = DRIVER_ROWS.vehicles(await self._ctx.conn.execute(page), self._ctx.conn.dialect)
+        conn = self._ctx.conn
+        inline = conn if isinstance(conn, InlineConnection) else None
+        prepared = None
+        if inline is not None:  # a repeated search on SQLite: straight to the driver
+            prepared = PREPARED_SEARCHES.get(query, inline.dialect, lambda: search_statements(query))
+        if prepared is not None and inline is not None:
+            page_sql, count_sql = prepared
+            items = DRIVER_ROWS.from_rows(inline.driver_rows(page_sql), inline.dialect)
+        else:
+            try:
+                page, count = search_statements(query)
+            except TypeError:  # a query built without validation may hold lists: unhashable, so built afresh
+                page, count = search_statements.__wrapped__(query)
+            items = DRIVER_ROWS.vehicles(await conn.execute(page), conn.dialect)
         if query.offset == 0 and len(items) < query.limit:
             total = len(items)
+        elif prepared is not None and inline is not None:
+            total = int(inline.driver_rows(count_sql)[0][0])
         else:  # (a window count in the page's statement measured slower on SQLite: it materialises every match)
-            total = int((await self._ctx.conn.execute(count)).scalar_one())
+            total = int((await conn.execute(count)).scalar_one())
         return SearchPage(items=items, total=total, offset=query.offset, limit=query.limit)
 
     async def facets(self, query: InventoryQuery) -> Facets:
