@@ -2,7 +2,7 @@
 
 The orchestrator prepares a database (SQLite file, or PostgreSQL database ``forecourt_bench_frontdoors`` +
 Redis, as bench/frontdoors.py does), starts ``forecourt serve --workers N`` and a separate load-generator
-process (``--load`` mode: asyncio + httpx, open loop — request *i* is sent at ``t0 + i / rate`` whatever the
+process (``--load`` mode: asyncio streams on uvloop, keep-alive connections, open loop — request *i* is sent at ``t0 + i / rate`` whatever the
 latency of earlier ones, at most ``--max-in-flight`` outstanding), and samples ``VmRSS``/``VmHWM`` of every
 worker every ``--sample`` seconds. It prints one line per window and a JSON summary: requests, errors (any
 non-200 or error answer, timeouts, or sends that could not be scheduled because too many were in flight),
@@ -94,63 +94,109 @@ def _good(status: int, content: bytes, marker: bytes) -> bool:
     return status == 200 and marker in content and b'"isError":true' not in content and b'"error":{' not in content
 
 
+class _Conn:
+    """One keep-alive HTTP/1.1 connection that sends a prepared request and reads one answer at a time."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(self, request: bytes) -> tuple[int, bytes]:
+        if self.writer is None or self.reader is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        try:
+            self.writer.write(request)
+            head = await self.reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            status = int(lines[0].split(" ", 2)[1])
+            length = 0
+            close = False
+            for line in lines[1:]:
+                name, _, value = line.partition(":")
+                name = name.strip().lower()
+                if name == "content-length":
+                    length = int(value.strip())
+                elif name == "connection" and value.strip().lower() == "close":
+                    close = True
+            content = await self.reader.readexactly(length) if length else b""
+        except BaseException:
+            self.close()
+            raise
+        if close:
+            self.close()
+        return status, content
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+
 async def load(
     base: str, door: str, token: str, rate: float, seconds: float, window: float, max_in_flight: int
 ) -> None:
-    """Open-loop load; prints one JSON line per window and a final ``{"final": ...}`` line."""
-    import httpx
+    """Open-loop load; prints one JSON line per window and a final ``{"final": ...}`` line.
 
+    Request *i* is sent at ``t0 + i / rate`` on an idle keep-alive connection (at most ``max_in_flight``; a
+    request due while every connection is busy is counted as skipped, an error). The client is plain asyncio
+    streams on uvloop with the request bytes built once, so one process sustains well over 1,000 req/s.
+    """
     path, headers, body, marker = request_for(door, token)
-    headers = {**headers, "Content-Type": "application/json"}
-    limits = httpx.Limits(max_connections=max_in_flight, max_keepalive_connections=max_in_flight)
+    host_port = base.split("://", 1)[1].rstrip("/")
+    host, _, port = host_port.partition(":")
+    head = [f"POST {path} HTTP/1.1", f"Host: {host_port}", "Content-Type: application/json"]
+    head += [f"{k}: {v}" for k, v in headers.items()] + [f"Content-Length: {len(body)}"]
+    request = ("\r\n".join(head) + "\r\n\r\n").encode() + body
     stats: dict[str, Any] = {"lat": [], "errors": 0, "skipped": 0, "first_error": None}
-    in_flight = 0
+    idle = [_Conn(host, int(port or 80)) for _ in range(max_in_flight)]
 
-    async def one(client: httpx.AsyncClient) -> None:
-        nonlocal in_flight
+    async def one(conn: _Conn) -> None:
         started = time.perf_counter()
         try:
-            response = await client.post(path, content=body, headers=headers)
-            ok = _good(response.status_code, response.content, marker)
+            async with asyncio.timeout(10):
+                status, content = await conn.post(request)
+            ok = _good(status, content, marker)
             if not ok and stats["first_error"] is None:
-                stats["first_error"] = f"{response.status_code} {response.text[:200]}"
-        except httpx.HTTPError as exc:
+                stats["first_error"] = f"{status} {content[:200]!r}"
+        except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError) as exc:
             ok = False
             if stats["first_error"] is None:
                 stats["first_error"] = type(exc).__name__
         finally:
-            in_flight -= 1
+            idle.append(conn)
         stats["lat"].append(time.perf_counter() - started)
         if not ok:
             stats["errors"] += 1
 
     totals: dict[str, Any] = {"requests": 0, "errors": 0, "skipped": 0, "lat": []}
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=10) as client:
-        tasks: set[asyncio.Task[None]] = set()
-        t0 = time.perf_counter()
-        next_window = t0 + window
-        i = 0
-        while (now := time.perf_counter()) < t0 + seconds:
-            due = t0 + i / rate
-            if due > now:
-                await asyncio.sleep(min(due - now, max(0.0, next_window - now)))
-            if time.perf_counter() >= next_window:
-                _report(stats, totals, round(next_window - t0, 1))
-                next_window += window
-                continue
-            if time.perf_counter() < due:
-                continue
+    tasks: set[asyncio.Task[None]] = set()
+    t0 = time.perf_counter()
+    next_window = t0 + window
+    i = 0
+    while (now := time.perf_counter()) < t0 + seconds:
+        if now >= next_window:
+            _report(stats, totals, round(next_window - t0, 1))
+            next_window += window
+            continue
+        due_count = int((now - t0) * rate) + 1 - i  # every request due by now goes out in this turn
+        if due_count <= 0:
+            await asyncio.sleep(min(t0 + i / rate - now, next_window - now))
+            continue
+        for _ in range(due_count):
             i += 1
-            if in_flight >= max_in_flight:
+            if not idle:
                 stats["skipped"] += 1
                 continue
-            in_flight += 1
-            task = asyncio.create_task(one(client))
+            task = asyncio.create_task(one(idle.pop()))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
-        if tasks:
-            await asyncio.wait(tasks, timeout=15)
-        _report(stats, totals, round(time.perf_counter() - t0, 1))
+        await asyncio.sleep(0)
+    if tasks:
+        await asyncio.wait(tasks, timeout=15)
+    _report(stats, totals, round(time.perf_counter() - t0, 1))
+    for conn in idle:
+        conn.close()
     lat = sorted(totals["lat"])
     print(
         json.dumps(
@@ -327,7 +373,9 @@ def main() -> None:
     parser.add_argument("--token", default="", help="(internal) API key for the load generator")
     args = parser.parse_args()
     if args.load:
-        asyncio.run(load(args.load, args.door, args.token, args.rate, args.seconds, args.window, args.max_in_flight))
+        import uvloop
+
+        uvloop.run(load(args.load, args.door, args.token, args.rate, args.seconds, args.window, args.max_in_flight))
         return
     with tempfile.TemporaryDirectory() as tmp:
         args.log_dir = args.log_dir or tmp
