@@ -2,12 +2,12 @@
 
 The orchestrator prepares a database (SQLite file, or PostgreSQL database ``forecourt_bench_frontdoors`` +
 Redis, as bench/frontdoors.py does), starts ``forecourt serve --workers N`` and a separate load-generator
-process (``--load`` mode: asyncio streams on uvloop, keep-alive connections, open loop — request *i* is sent at ``t0 + i / rate`` whatever the
-latency of earlier ones, at most ``--max-in-flight`` outstanding), and samples ``VmRSS``/``VmHWM`` of every
-worker every ``--sample`` seconds. It prints one line per window and a JSON summary: requests, errors (any
-non-200 or error answer, timeouts, or sends that could not be scheduled because too many were in flight),
-latency percentiles, and RSS per worker at start/end with the least-squares slope over the run after the
-first ``--settle`` seconds (flat memory = a slope of ~0 MB/min).
+process (``--load`` mode: asyncio streams on uvloop, keep-alive connections, open loop — request *i* is sent
+at ``t0 + i / rate`` whatever the latency of earlier ones, at most ``--max-in-flight`` outstanding), and samples
+``VmRSS``/``VmHWM`` of every worker every ``--sample`` seconds. It prints one line per window and a JSON
+summary: requests, errors (any non-200 or error answer, timeouts, or sends that could not be scheduled because
+too many were in flight), latency percentiles, and RSS per worker at start/end with the least-squares slope
+over the run after the first ``--settle`` seconds (flat memory = a slope of ~0 MB/min).
 
     .venv/bin/python bench/soak.py --door mcp --rate 200 --seconds 600 --workers 2 --db sqlite
 """
@@ -103,6 +103,18 @@ class _Conn:
         self.writer: asyncio.StreamWriter | None = None
 
     async def post(self, request: bytes) -> tuple[int, bytes]:
+        """Send ``request`` and read its answer; a kept-alive connection the server had closed is opened again
+        and the request sent once more (nothing of an answer had arrived), as HTTP clients do."""
+        reused = self.writer is not None
+        try:
+            return await self._exchange(request)
+        except (asyncio.IncompleteReadError, ConnectionResetError, BrokenPipeError) as exc:
+            partial = getattr(exc, "partial", b"")
+            if not reused or partial:
+                raise
+            return await self._exchange(request)
+
+    async def _exchange(self, request: bytes) -> tuple[int, bytes]:
         if self.writer is None or self.reader is None:
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
         try:
@@ -133,6 +145,26 @@ class _Conn:
         self.reader = self.writer = None
 
 
+async def _one(conn: _Conn, request: bytes, marker: bytes, stats: dict[str, Any], idle: list[_Conn]) -> None:
+    """One request on ``conn``, counted in ``stats``; the connection goes back to ``idle``."""
+    started = time.perf_counter()
+    try:
+        async with asyncio.timeout(10):
+            status, content = await conn.post(request)
+        ok = _good(status, content, marker)
+        if not ok and stats["first_error"] is None:
+            stats["first_error"] = f"{status} {content[:200]!r}"
+    except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError) as exc:
+        ok = False
+        if stats["first_error"] is None:
+            stats["first_error"] = type(exc).__name__
+    finally:
+        idle.append(conn)
+    stats["lat"].append(time.perf_counter() - started)
+    if not ok:
+        stats["errors"] += 1
+
+
 async def load(
     base: str, door: str, token: str, rate: float, seconds: float, window: float, max_in_flight: int
 ) -> None:
@@ -150,24 +182,6 @@ async def load(
     request = ("\r\n".join(head) + "\r\n\r\n").encode() + body
     stats: dict[str, Any] = {"lat": [], "errors": 0, "skipped": 0, "first_error": None}
     idle = [_Conn(host, int(port or 80)) for _ in range(max_in_flight)]
-
-    async def one(conn: _Conn) -> None:
-        started = time.perf_counter()
-        try:
-            async with asyncio.timeout(10):
-                status, content = await conn.post(request)
-            ok = _good(status, content, marker)
-            if not ok and stats["first_error"] is None:
-                stats["first_error"] = f"{status} {content[:200]!r}"
-        except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError) as exc:
-            ok = False
-            if stats["first_error"] is None:
-                stats["first_error"] = type(exc).__name__
-        finally:
-            idle.append(conn)
-        stats["lat"].append(time.perf_counter() - started)
-        if not ok:
-            stats["errors"] += 1
 
     totals: dict[str, Any] = {"requests": 0, "errors": 0, "skipped": 0, "lat": []}
     tasks: set[asyncio.Task[None]] = set()
@@ -188,7 +202,7 @@ async def load(
             if not idle:
                 stats["skipped"] += 1
                 continue
-            task = asyncio.create_task(one(idle.pop()))
+            task = asyncio.create_task(_one(idle.pop(), request, marker, stats, idle))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
         await asyncio.sleep(0)
@@ -197,21 +211,19 @@ async def load(
     _report(stats, totals, round(time.perf_counter() - t0, 1))
     for conn in idle:
         conn.close()
+    _final(totals, seconds)
+
+
+def _final(totals: dict[str, Any], seconds: float) -> None:
     lat = sorted(totals["lat"])
-    print(
-        json.dumps(
-            {
-                "final": {
-                    "requests": totals["requests"],
-                    "errors": totals["errors"],
-                    "skipped": totals["skipped"],
-                    "achieved_rps": round(totals["requests"] / seconds, 1),
-                    **_percentiles(lat),
-                }
-            }
-        ),
-        flush=True,
-    )
+    summary = {
+        "requests": totals["requests"],
+        "errors": totals["errors"],
+        "skipped": totals["skipped"],
+        "achieved_rps": round(totals["requests"] / seconds, 1),
+        **_percentiles(lat),
+    }
+    print(json.dumps({"final": summary}), flush=True)
 
 
 def _percentiles(lat: list[float]) -> dict[str, float]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from forecourt.actions.inventory import CARD_FIELDS
 from forecourt.domain.vehicle import Condition, VehicleStatus
 from forecourt.errors import ForecourtError
 
@@ -76,6 +77,23 @@ async def test_search_pages_with_a_cursor_until_the_last_page(harness: Harness) 
     assert len(second["items"]) == 1
     assert "next_cursor" not in second
     assert {v["id"] for v in first["items"]}.isdisjoint(v["id"] for v in second["items"])
+
+
+async def test_a_compact_search_answers_each_vehicles_card_with_the_same_order_total_and_cursor(
+    harness: Harness,
+) -> None:
+    await stock(harness)
+    query = {"sort": {"field": "price", "order": "desc"}, "limit": 2}
+    full = await harness.call("inventory.search", query)
+    compact = await harness.call("inventory.search", {**query, "view": "compact"})
+    assert compact["total"] == full["total"] == 4
+    assert compact["items"] == [{k: v[k] for k in CARD_FIELDS} for v in full["items"]]
+    assert set(compact["items"][0]) == set(CARD_FIELDS)
+    # The view shows the same pages: a compact page's cursor continues a full search, and the other way round.
+    rest_full = await harness.call("inventory.search", {**query, "cursor": compact["next_cursor"]})
+    rest_compact = await harness.call("inventory.search", {**query, "view": "compact", "cursor": full["next_cursor"]})
+    assert rest_compact["items"] == [{k: v[k] for k in CARD_FIELDS} for v in rest_full["items"]]
+    assert [v["id"] for v in rest_full["items"]] == [f"veh-{DEALER}-{n}" for n in (5, 1)]
 
 
 async def test_a_search_cursor_cannot_be_replayed_on_another_dealership_or_filter(harness: Harness) -> None:

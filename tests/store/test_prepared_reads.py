@@ -44,7 +44,9 @@ def _queries(dealer: str) -> list[InventoryQuery]:
         InventoryQuery(dealership_id=dealer, filters=InventoryFilters(include_unavailable=True), limit=100),
         InventoryQuery(
             dealership_id=dealer,
-            filters=InventoryFilters(condition=(Condition.USED, Condition.NEW), year_min=2015, price_max_minor=9_000_000),
+            filters=InventoryFilters(
+                condition=(Condition.USED, Condition.NEW), year_min=2015, price_max_minor=9_000_000
+            ),
             sort=SortField.PRICE,
             descending=True,
             limit=7,
@@ -73,7 +75,8 @@ async def test_a_repeated_search_is_prepared_and_answers_what_the_sqlalchemy_pat
         answers = []
         for _ in range(3):  # seen once (SQLAlchemy's path), then prepared on the second and kept for the third
             async with inline.read() as uow:
-                assert isinstance(uow, SqlUnitOfWork) and isinstance(uow.connection, InlineConnection)
+                assert isinstance(uow, SqlUnitOfWork)
+                assert isinstance(uow.connection, InlineConnection)
                 answers.append(await uow.inventory.search(query))
         for page in answers:
             assert page.total == expected.total
@@ -129,6 +132,7 @@ def test_a_named_parameter_dialect_is_not_prepared() -> None:
 async def test_a_driver_error_is_raised_as_sqlalchemys_own(stores: tuple[SqlStore, SqlStore, str]) -> None:
     inline, _, _ = stores
     async with inline.read() as uow:
-        assert isinstance(uow, SqlUnitOfWork) and isinstance(uow.connection, InlineConnection)
+        assert isinstance(uow, SqlUnitOfWork)
+        assert isinstance(uow.connection, InlineConnection)
         with pytest.raises(OperationalError):
             uow.connection.driver_rows(DriverStatement("SELECT * FROM no_such_table WHERE a = ?", (1,)))

@@ -12,23 +12,37 @@ import sqlalchemy as sa
 from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError
 
-from forecourt.actions.representations import VEHICLE_REPRESENTATIONS, VehicleReprs, vehicle_repr
+from forecourt.actions.inventory import CARD_FIELDS
+from forecourt.actions.representations import VEHICLE_REPRESENTATIONS, VehicleReprs, card_repr, vehicle_repr
 from forecourt.demo import load_demo
 from forecourt.domain.vehicle import InventoryFilters, InventoryQuery
 from forecourt.store import SqlStore, create_engine, upgrade_async
+from forecourt.store.sql.driver_rows import DriverRows
 from forecourt.store.sql.inline import InlineConnection
 from forecourt.store.sql.inventory import (
     _SELECT_COLUMNS,
-    DriverRows,
+    _vehicle_from_values,
     validated_vehicle_from_row,
     vehicle_from_row,
     vehicle_row,
 )
 from forecourt.store.sql.store import SqlUnitOfWork
 from forecourt.store.sql.tables import vehicles
+from forecourt.surfaces.mcp.views import COMPACT_FIELDS
 
 from .conftest import seed_tenancy
 from .factories import DEALER, vehicle
+
+
+async def test_a_vehicles_card_shows_what_its_compact_view_showed_for_all_demo_data(store: SqlStore) -> None:
+    await load_demo(store, vehicles_per_dealership=10)
+    async with store.transaction() as uow:
+        assert isinstance(uow, SqlUnitOfWork)
+        rows = list(await uow.connection.execute(sa.select(*_SELECT_COLUMNS).select_from(vehicles)))
+    for row in rows:
+        full = vehicle_repr(vehicle_from_row(row))
+        assert card_repr(vehicle_from_row(row).card()) == {k: full[k] for k in COMPACT_FIELDS["inventory.search"]}
+    assert tuple(COMPACT_FIELDS["inventory.search"]) == CARD_FIELDS
 
 
 async def test_vehicles_read_back_equal_their_validated_form_for_all_demo_data(store: SqlStore) -> None:
@@ -178,7 +192,7 @@ def test_rows_seen_once_are_not_kept_and_the_kept_ones_are_bounded() -> None:
     from sqlalchemy.dialects import sqlite
 
     dialect = sqlite.dialect()
-    memo = DriverRows(size=2)
+    memo = DriverRows(_SELECT_COLUMNS, _vehicle_from_values, size=2)
 
     def row(n: int) -> tuple[Any, ...]:
         v = vehicle(n)
@@ -186,10 +200,10 @@ def test_rows_seen_once_are_not_kept_and_the_kept_ones_are_bounded() -> None:
         return tuple(values.get(c.name) for c in _SELECT_COLUMNS)
 
     rows = [row(n) for n in range(1, 4)]
-    once = memo.vehicles(Result(rows), dialect)  # type: ignore[arg-type]
-    twice = memo.vehicles(Result(rows), dialect)  # type: ignore[arg-type]
+    once = memo.from_result(Result(rows), dialect)  # type: ignore[arg-type]
+    twice = memo.from_result(Result(rows), dialect)  # type: ignore[arg-type]
     assert [v.vin for v in once] == [v.vin for v in twice] == [vehicle(n).vin for n in range(1, 4)]
-    kept = memo.vehicles(Result(rows), dialect)  # type: ignore[arg-type]
+    kept = memo.from_result(Result(rows), dialect)  # type: ignore[arg-type]
     assert sum(a is b for a, b in zip(twice, kept, strict=True)) == 2  # the third kept one pushed out the first
 
 

@@ -100,10 +100,14 @@ async def lot(store: SqlStore) -> SqlStore:
 
 
 async def _search(store: SqlStore, **kwargs: Any) -> list[int]:
+    """The ids found; every search is also run as a compact one, which must find each vehicle's card."""
     filters = kwargs.pop("filters", {})
     query = InventoryQuery(dealership_id=DEALER, filters=InventoryFilters(**filters), **kwargs)
     async with store.transaction() as uow:
         page = await uow.inventory.search(query)
+        cards = await uow.inventory.search_cards(query)
+    assert cards.items == [v.card() for v in page.items]
+    assert (cards.total, cards.offset, cards.limit) == (page.total, page.offset, page.limit)
     return [int(v.id.rsplit("-", 1)[1]) for v in page.items]
 
 
@@ -201,6 +205,11 @@ async def test_search_pages_with_offset_and_limit_and_reports_the_total(lot: Sql
             pages.append(await uow.inventory.search(query))
     assert [[v.id.rsplit("-", 1)[1] for v in p.items] for p in pages] == [["4", "5"], ["1", "3"], ["2", "6"], []]
     assert {p.total for p in pages} == {6}
+    async with lot.transaction() as uow:  # a later compact page counts the whole set too
+        cards = await uow.inventory.search_cards(
+            InventoryQuery(dealership_id=DEALER, sort=SortField.PRICE, offset=2, limit=2)
+        )
+    assert ([c.id.rsplit("-", 1)[1] for c in cards.items], cards.total) == (["1", "3"], 6)
     assert [p.has_more for p in pages] == [True, True, False, False]
 
 

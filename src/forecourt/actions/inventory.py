@@ -26,7 +26,12 @@ from forecourt.actions.common import (
     result,
 )
 from forecourt.actions.paging import next_cursor, open_page, page_output
-from forecourt.actions.representations import VEHICLE_REPRESENTATIONS, dealership_repr, vehicle_repr
+from forecourt.actions.representations import (
+    CARD_REPRESENTATIONS,
+    VEHICLE_REPRESENTATIONS,
+    dealership_repr,
+    vehicle_repr,
+)
 from forecourt.domain.vehicle import Condition, InventoryFilters, InventoryQuery, SortField, Vehicle, VehicleStatus
 from forecourt.errors import DealershipNotFound, VehicleNotFound
 
@@ -102,6 +107,20 @@ VEHICLE: dict[str, Any] = obj(
         "sold_at": NULLABLE_TIMESTAMP,
     }
 )
+
+CARD_FIELDS = ("id", "vin", "year", "make", "model", "trim", "price", "mileage", "status", "vdp_url")
+VEHICLE_CARD: dict[str, Any] = obj(
+    {k: VEHICLE["properties"][k] for k in CARD_FIELDS},
+    description="A vehicle's card (view compact): the fields needed to choose it; inventory.get answers the rest.",
+)
+VIEW: dict[str, Any] = {
+    "enum": ["full", "compact"],
+    "default": "full",
+    "description": (
+        "full (default): every field of each vehicle; compact: each vehicle's card (id, vin, year, make, model, "
+        "trim, price, mileage, status, vdp_url), read and sent without the rest."
+    ),
+}
 
 _HOURS_DAY: dict[str, Any] = {
     "anyOf": [obj({"open": {"type": "string"}, "close": {"type": "string"}}), {"type": "null"}],
@@ -182,10 +201,14 @@ async def inventory_search(payload: Mapping[str, Any], ctx: ExecutionContext) ->
     page = open_page(ctx.settings, ctx.action.name, dealership_id, payload, now=ctx.now)
     query = build_query(dealership_id, payload, offset=page.offset, limit=page.limit)
     async with ctx.store.transaction() as uow:
-        found = await uow.inventory.search(query)
-    items = VEHICLE_REPRESENTATIONS.of(found.items)
-    cursor = next_cursor(ctx.settings, page, len(items), found.total)
-    return result(page_output(items, cursor, found.total), total=found.total)
+        if payload.get("view") == "compact":
+            cards = await uow.inventory.search_cards(query)
+            items, total = CARD_REPRESENTATIONS.of(cards.items), cards.total
+        else:
+            found = await uow.inventory.search(query)
+            items, total = VEHICLE_REPRESENTATIONS.of(found.items), found.total
+    cursor = next_cursor(ctx.settings, page, len(items), total)
+    return result(page_output(items, cursor, total), total=total)
 
 
 async def find_vehicle(ctx: ExecutionContext, dealership_id: str, payload: Mapping[str, Any]) -> Vehicle | None:
@@ -258,8 +281,8 @@ ACTIONS: tuple[Action, ...] = (
                 "is in stock. Use it to find vehicles that fit a buyer's needs; `query` also takes free text (\"red "
                 'hybrid SUV").'
             ),
-            input=input_schema({**FILTERS, "sort": SORT}, paged=True),
-            output=page_schema(VEHICLE),
+            input=input_schema({**FILTERS, "sort": SORT, "view": VIEW}, paged=True),
+            output=page_schema({"anyOf": [VEHICLE, VEHICLE_CARD]}),
             scope=READ,
             pii=False,
             tags=("inventory", "search"),

@@ -17,7 +17,7 @@ from forecourt.domain.cursor import CursorCodec, query_fingerprint
 from forecourt.errors import InvalidCursor, InvalidParams
 from forecourt.settings import Settings
 
-_PAGING_KEYS = frozenset({"cursor", "limit", "offset", "dealership_id"})
+_PAGING_KEYS = frozenset({"cursor", "limit", "offset", "dealership_id", "view"})  # view: how items are shown
 
 
 def cursor_codec(settings: Settings) -> CursorCodec:

@@ -20,7 +20,7 @@ from forecourt.domain.people import ConsentGrant, ConsentStatus, Customer, Lead
 from forecourt.domain.service import Appointment, RepairOrder
 from forecourt.domain.tenancy import DayHours, Dealership
 from forecourt.domain.timeutil import rfc3339
-from forecourt.domain.vehicle import Vehicle
+from forecourt.domain.vehicle import Vehicle, VehicleCard
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
@@ -75,8 +75,24 @@ def vehicle_repr(v: Vehicle) -> dict[str, Any]:
     }
 
 
+def card_repr(c: VehicleCard) -> dict[str, Any]:
+    """A vehicle's card: the fields of :func:`vehicle_repr` a list shows, formatted the same way."""
+    return {
+        "id": c.id,
+        "vin": c.vin,
+        "year": c.year,
+        "make": c.make,
+        "model": c.model,
+        "trim": c.trim,
+        "price": money(c.price),
+        "mileage": measure(c.mileage),
+        "status": c.status.value,
+        "vdp_url": c.vdp_url,
+    }
+
+
 class VehicleReprs:
-    """The representation of each vehicle object alive, kept by the object's identity while it lives.
+    """The representation of each vehicle (or card) object alive, kept by the object's identity while it lives.
 
     Vehicles are frozen and the SQL store hands out the same object for an unchanged row it keeps
     (``DriverRows``), so a page of such vehicles is represented without formatting 27 fields each again. An
@@ -86,10 +102,11 @@ class VehicleReprs:
     the console get copies).
     """
 
-    def __init__(self) -> None:
-        self._entries: dict[int, tuple[weakref.ref[Vehicle], dict[str, Any]]] = {}
+    def __init__(self, render: Callable[[Any], dict[str, Any]] = vehicle_repr) -> None:
+        self._render = render
+        self._entries: dict[int, tuple[weakref.ref[Any], dict[str, Any]]] = {}
 
-    def of(self, vehicles: Iterable[Vehicle]) -> list[dict[str, Any]]:
+    def of(self, vehicles: Iterable[Vehicle] | Iterable[VehicleCard]) -> list[dict[str, Any]]:
         """The representation of each vehicle, in order."""
         entries = self._entries
         out: list[dict[str, Any]] = []
@@ -99,7 +116,7 @@ class VehicleReprs:
             if entry is not None and entry[0]() is v:
                 out.append(entry[1])
                 continue
-            rep = vehicle_repr(v)
+            rep = self._render(v)
             entries[key] = (weakref.ref(v, self._forget(key)), rep)
             out.append(rep)
         return out
@@ -107,8 +124,8 @@ class VehicleReprs:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _forget(self, key: int) -> Callable[[weakref.ref[Vehicle]], None]:
-        def forget(ref: weakref.ref[Vehicle]) -> None:
+    def _forget(self, key: int) -> Callable[[weakref.ref[Any]], None]:
+        def forget(ref: weakref.ref[Any]) -> None:
             entry = self._entries.get(key)
             if entry is not None and entry[0] is ref:
                 self._entries.pop(key, None)
@@ -118,6 +135,9 @@ class VehicleReprs:
 
 VEHICLE_REPRESENTATIONS = VehicleReprs()
 """The process's memo of vehicle representations (``inventory.search`` pages)."""
+
+CARD_REPRESENTATIONS = VehicleReprs(card_repr)
+"""The process's memo of vehicle card representations (compact ``inventory.search`` pages)."""
 
 
 def _hours(hours: dict[str, DayHours]) -> dict[str, Any]:

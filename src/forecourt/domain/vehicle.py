@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
@@ -101,6 +102,40 @@ class Vehicle(BaseModel):
         except VinError as exc:
             raise ValueError(str(exc)) from exc
 
+    def card(self) -> VehicleCard:
+        """What a list shows of this unit."""
+        return VehicleCard(
+            id=self.id,
+            vin=self.vin,
+            year=self.year,
+            make=self.make,
+            model=self.model,
+            trim=self.trim,
+            price=self.price,
+            mileage=self.mileage,
+            status=self.status,
+            vdp_url=self.vdp_url,
+        )
+
+
+@dataclass(frozen=True, slots=True, weakref_slot=True)
+class VehicleCard:
+    """What a list of vehicles shows of each: enough to choose one (the whole unit is one ``get`` away).
+
+    A compact search reads only these columns (``inventory.search`` with ``view: "compact"``, the MCP default).
+    """
+
+    id: str
+    vin: str
+    year: int
+    make: str
+    model: str
+    trim: str
+    price: Money
+    mileage: Measure
+    status: VehicleStatus
+    vdp_url: str | None
+
 
 class SortField(StrEnum):
     """Fields inventory results can be ordered by."""
@@ -191,6 +226,16 @@ class SearchPage(BaseModel):
     def has_more(self) -> bool:
         """Whether another page follows this one."""
         return self.offset + len(self.items) < self.total
+
+
+@dataclass(frozen=True, slots=True)
+class CardPage:
+    """A page of a compact search: the units' cards and the size of the whole matching set."""
+
+    items: list[VehicleCard]
+    total: int
+    offset: int
+    limit: int
 
 
 def vehicle_age_years(vehicle: Vehicle, now: datetime) -> int:

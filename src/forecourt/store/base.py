@@ -21,7 +21,7 @@ from forecourt.domain.people import ConsentGrant, Customer, Lead
 from forecourt.domain.service import Appointment, RepairOrder, ServiceSlot
 from forecourt.domain.tenancy import AdapterSetting, Company, Dealership, Member, Policy, Profile
 from forecourt.domain.upstreams import Registered, UpstreamSpec
-from forecourt.domain.vehicle import Facets, InventoryQuery, SearchPage, Vehicle
+from forecourt.domain.vehicle import CardPage, Facets, InventoryQuery, SearchPage, Vehicle
 from forecourt.domain.workflows import DefinitionRecord, RunRecord
 from forecourt.store.vectors import VectorRepository
 
@@ -155,6 +155,10 @@ class InventoryRepository(Protocol):
     async def get_by_vin(self, dealership_id: str, vin: str) -> Vehicle | None: ...
     async def get_by_stock(self, dealership_id: str, stock: str) -> Vehicle | None: ...
     async def search(self, query: InventoryQuery) -> SearchPage: ...
+    async def search_cards(self, query: InventoryQuery) -> CardPage:
+        """:meth:`search` answering each unit's card only (the same units, order and total)."""
+        ...
+
     async def facets(self, query: InventoryQuery) -> Facets: ...
     async def upsert(self, vehicle: Vehicle) -> bool:
         """Insert or update by (dealership, VIN); returns True when created. Writes an outbox event."""

@@ -5,24 +5,34 @@ from __future__ import annotations
 import functools
 from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-import orjson
 import sqlalchemy as sa
 
 from forecourt.domain.events import ChangeEvent, ChangeType, ResourceType
 from forecourt.domain.measure import Measure
 from forecourt.domain.money import Money
 from forecourt.domain.timeutil import utcnow
-from forecourt.domain.vehicle import Condition, Facets, InventoryQuery, SearchPage, Vehicle, VehicleStatus
+from forecourt.domain.vehicle import (
+    CardPage,
+    Condition,
+    Facets,
+    InventoryQuery,
+    SearchPage,
+    Vehicle,
+    VehicleCard,
+    VehicleStatus,
+)
 from forecourt.errors import AlreadyExists, InvalidParams, VehicleNotFound
 from forecourt.store.sql import inventory_bulk, search
 from forecourt.store.sql.context import TxContext, new_id
+from forecourt.store.sql.driver_rows import DriverRows
 from forecourt.store.sql.inline import InlineConnection
 from forecourt.store.sql.prepared import PreparedReads
 from forecourt.store.sql.tables import vehicles
 
 _V = vehicles.c
+T = TypeVar("T")
 MAX_COMPARABLES = 1000
 _CHUNK = 500
 
@@ -124,84 +134,6 @@ def vehicle_from_row(row: sa.Row[Any]) -> Vehicle:
     return _trusted_vehicle(data)
 
 
-ROW_MEMO_SIZE = 2048
-
-
-class DriverRows:
-    """Vehicles from a search's driver rows, each distinct row built once per process while it is searched.
-
-    A search's CPU was mostly SQLAlchemy's per-row type processing and building each :class:`Vehicle` again,
-    for rows that rarely change between searches. The driver's own row (a tuple of plain values: it holds every
-    selected column, so equal rows make equal vehicles) keys the vehicles built; a row seen before is answered
-    with that same frozen vehicle, a new or changed row is processed with the column types' result processors
-    (SQLAlchemy's public ``result_processor``) and built by :func:`vehicle_from_row`'s rules.
-
-    A row is kept from its second sighting on (a doorkeeper remembers the hashes of rows seen once), so a
-    workload that never repeats a row (a million vehicles searched at random) keeps nothing and pays one hash
-    per row; at most ``size`` vehicles are kept, the oldest dropped first.
-    """
-
-    def __init__(self, size: int = ROW_MEMO_SIZE) -> None:
-        self._size = size
-        self._built: dict[int, tuple[tuple[Any, ...], Vehicle]] = {}  # by the row's hash; oldest first
-        self._seen: dict[int, None] = {}  # hashes of rows seen once
-        self._processors: dict[int, tuple[sa.Dialect, list[Any]]] = {}
-
-    def vehicles(self, result: sa.CursorResult[Any], dialect: sa.Dialect) -> list[Vehicle]:
-        """The vehicles of ``result`` (a statement selecting ``_SELECT_COLUMNS``), which it consumes and closes."""
-        try:
-            raw = result.cursor.fetchall() if result.cursor is not None else []
-        finally:
-            result.close()
-        return self.from_rows(raw, dialect)
-
-    def from_rows(self, raw: Sequence[Sequence[Any]], dialect: sa.Dialect) -> list[Vehicle]:
-        """The vehicles of driver rows selecting ``_SELECT_COLUMNS``."""
-        built, seen = self._built, self._seen
-        out: list[Vehicle] = []
-        for row in raw:
-            key = row if type(row) is tuple else tuple(row)
-            try:
-                h = hash(key)
-            except TypeError:  # a driver that decodes JSON columns hands over lists
-                key = _hashable(key)
-                h = hash(key)
-            entry = built.get(h)
-            if entry is not None and entry[0] == key:
-                out.append(entry[1])
-                continue
-            vehicle = self._build(row, dialect)
-            if h in seen:
-                seen.pop(h, None)
-                built[h] = (key, vehicle)
-                if len(built) > self._size:
-                    built.pop(next(iter(built), h), None)
-            else:
-                seen[h] = None
-                if len(seen) > 4 * self._size:
-                    seen.clear()
-            out.append(vehicle)
-        return out
-
-    def _build(self, row: Sequence[Any], dialect: sa.Dialect) -> Vehicle:
-        entry = self._processors.get(id(dialect))
-        if entry is None or entry[0] is not dialect:
-            procs = [
-                (i, c.type.dialect_impl(dialect).result_processor(dialect, None)) for i, c in enumerate(_SELECT_COLUMNS)
-            ]
-            entry = self._processors[id(dialect)] = (dialect, [(i, proc) for i, proc in procs if proc is not None])
-        values = list(row)
-        for i, proc in entry[1]:  # the few typed columns (timestamps, JSON); the rest are the driver's values
-            if values[i] is not None:
-                values[i] = proc(values[i])
-        return _vehicle_from_values(values)
-
-
-def _hashable(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The row as a dictionary key: decoded JSON values frozen."""
-    return tuple(tuple(v) if isinstance(v, list) else orjson.dumps(v) if isinstance(v, dict) else v for v in row)
-
-
 _COLUMN_INDEX = {c.name: i for i, c in enumerate(_SELECT_COLUMNS)}
 _I_PHOTOS, _I_PRICE, _I_PRICE_CUR = (
     _COLUMN_INDEX["photos"],
@@ -228,8 +160,33 @@ def _vehicle_from_values(values: Sequence[Any]) -> Vehicle:
     return _trusted_vehicle(data)
 
 
-DRIVER_ROWS = DriverRows()
+_CARD_COLUMNS = [_V.id, _V.vin, _V.year, _V.make, _V.model, _V.trim, _V.price_minor, _V.price_currency]
+_CARD_COLUMNS += [_V.mileage_value, _V.mileage_unit, _V.status, _V.vdp_url]
+
+
+def _card_from_values(values: Sequence[Any]) -> VehicleCard:
+    """A :class:`VehicleCard` from a row's processed values in ``_CARD_COLUMNS`` order (rows come from validated
+    vehicles, as for :func:`vehicle_from_row`)."""
+    vid, vin, year, make, model, trim, price, currency, miles, unit, status, vdp_url = values
+    return VehicleCard(
+        id=vid,
+        vin=vin,
+        year=year,
+        make=make,
+        model=model,
+        trim=trim,
+        price=Money(amount_minor=price, currency=currency),
+        mileage=Measure(value=miles, unit=unit),
+        status=VehicleStatus(status),
+        vdp_url=vdp_url,
+    )
+
+
+DRIVER_ROWS: DriverRows[Vehicle] = DriverRows(_SELECT_COLUMNS, _vehicle_from_values)
 """The process's memo of built vehicles (searches in every unit of work share it)."""
+
+CARD_ROWS: DriverRows[VehicleCard] = DriverRows(_CARD_COLUMNS, _card_from_values)
+"""The process's memo of built vehicle cards (compact searches)."""
 
 PREPARED_SEARCHES = PreparedReads()
 """The driver statements (page, count) of searches asked for more than once, on inline SQLite reads."""
@@ -249,8 +206,10 @@ def _event(vehicle: Vehicle, change: ChangeType, at: datetime) -> ChangeEvent:
 
 
 @functools.lru_cache(maxsize=256)
-def search_statements(query: InventoryQuery) -> tuple[sa.Select[Any], sa.Select[Any]]:
+def search_statements(query: InventoryQuery, cards: bool = False) -> tuple[sa.Select[Any], sa.Select[Any]]:
     """The page and count statements of ``query`` (a frozen, hashable value), built once per distinct query.
+
+    ``cards``: the page selects a card's columns only (a compact search), else the whole vehicle's.
 
     Statements are immutable and hold no connection; reusing one also reuses its memoised cache key, so a repeated
     search (an agent paging, a popular query) skips building the statement and keying SQLAlchemy's compiled
@@ -263,7 +222,7 @@ def search_statements(query: InventoryQuery) -> tuple[sa.Select[Any], sa.Select[
     where = search.conditions(query)
     order = search.order_by(query)
     ids = sa.select(_V.id).where(*where).order_by(*order).offset(query.offset).limit(query.limit).correlate(None)
-    page = sa.select(*_SELECT_COLUMNS).where(_V.id.in_(ids)).order_by(*order)
+    page = sa.select(*(_CARD_COLUMNS if cards else _SELECT_COLUMNS)).where(_V.id.in_(ids)).order_by(*order)
     return page, sa.select(sa.func.count()).where(*where)
 
 
@@ -294,27 +253,36 @@ class SqlInventoryRepository:
 
     async def search(self, query: InventoryQuery) -> SearchPage:
         """One page of the vehicles matching ``query`` and the size of the whole matching set."""
+        items, total = await self._page(query, DRIVER_ROWS, cards=False)
+        return SearchPage(items=items, total=total, offset=query.offset, limit=query.limit)
+
+    async def search_cards(self, query: InventoryQuery) -> CardPage:
+        """:meth:`search` reading only each vehicle's card columns."""
+        items, total = await self._page(query, CARD_ROWS, cards=True)
+        return CardPage(items=items, total=total, offset=query.offset, limit=query.limit)
+
+    async def _page(self, query: InventoryQuery, rows: DriverRows[T], *, cards: bool) -> tuple[list[T], int]:
         conn = self._ctx.conn
         inline = conn if isinstance(conn, InlineConnection) else None
         prepared = None
         if inline is not None:  # a repeated search on SQLite: straight to the driver
-            prepared = PREPARED_SEARCHES.get(query, inline.dialect, lambda: search_statements(query))
+            prepared = PREPARED_SEARCHES.get((query, cards), inline.dialect, lambda: search_statements(query, cards))
         if prepared is not None and inline is not None:
             page_sql, count_sql = prepared
-            items = DRIVER_ROWS.from_rows(inline.driver_rows(page_sql), inline.dialect)
+            items = rows.from_rows(inline.driver_rows(page_sql), inline.dialect)
         else:
             try:
-                page, count = search_statements(query)
+                page, count = search_statements(query, cards)
             except TypeError:  # a query built without validation may hold lists: unhashable, so built afresh
-                page, count = search_statements.__wrapped__(query)
-            items = DRIVER_ROWS.vehicles(await conn.execute(page), conn.dialect)
+                page, count = search_statements.__wrapped__(query, cards)
+            items = rows.from_result(await conn.execute(page), conn.dialect)
         if query.offset == 0 and len(items) < query.limit:
             total = len(items)
         elif prepared is not None and inline is not None:
             total = int(inline.driver_rows(count_sql)[0][0])
         else:  # (a window count in the page's statement measured slower on SQLite: it materialises every match)
             total = int((await conn.execute(count)).scalar_one())
-        return SearchPage(items=items, total=total, offset=query.offset, limit=query.limit)
+        return items, total
 
     async def facets(self, query: InventoryQuery) -> Facets:
         """Term counts and numeric ranges (price in minor units) over the vehicles matching ``query``."""
