@@ -192,6 +192,8 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
     )
     services.background.append(services.events.run)
     services.drain.sse_retry_ms = settings.sse_retry_ms
+    if audit.journal is not None:  # group commit waits only while other requests are being answered
+        audit.journal.siblings = lambda: services.drain.requests_open - 1
     _add_sampler(services)
     services.closers.extend(built.closers)
     from forecourt.delivery.model_jobs import ModelJobPoller

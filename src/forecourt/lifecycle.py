@@ -52,6 +52,8 @@ class Drain:
         self.streams: set[SseStream] = set()
         self.callbacks: list[Callable[[], Any]] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self.requests_open = 0
+        """HTTP requests being answered now, event streams not counted (kept by the access middleware)."""
 
     def on_begin(self, callback: Callable[[], Any]) -> None:
         """Run ``callback`` when the drain begins (a background loop's ``stop``; may return an awaitable)."""

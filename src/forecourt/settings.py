@@ -54,6 +54,11 @@ class Settings(BaseSettings):
     else ``var/audit-journal``); replicas on one host may share it, each host needs its own."""
     audit_journal_fsync: bool = True
     """fsync every journalled record (turn off only where the disk is not the durability boundary)."""
+    audit_commit_siblings: int = Field(default=2, ge=1)
+    """Group commit: while at least this many other HTTP requests are being answered, a journal fsync waits one
+    more turn of the event loop (plus ``audit_commit_delay_ms``) so the calls about to finish share it."""
+    audit_commit_delay_ms: float = Field(default=0.0, ge=0, le=50)
+    """Extra wait of that group commit (0: one turn of the loop only); more calls per fsync, more latency."""
     otlp_endpoint: str | None = None
     drain_timeout_s: float = 10.0
     allow_private_targets: bool = False

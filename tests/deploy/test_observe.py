@@ -19,6 +19,7 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
+from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from forecourt.bootstrap import Services, build_services, create_app
@@ -208,6 +209,53 @@ async def test_a_draining_app_closes_open_sse_streams_with_a_retry_event_and_clo
     for chunks in (before, after):
         assert chunks[-1].endswith(b"retry: 1500\n\n")
     assert drain.streams == set()
+
+
+async def test_the_access_layer_counts_requests_being_answered_but_not_open_event_streams() -> None:
+    drain = Drain()
+    seen: list[int] = []
+    stop = asyncio.Event()
+
+    async def plain(_: Request) -> PlainTextResponse:
+        seen.append(drain.requests_open)
+        return PlainTextResponse("ok")
+
+    async def events(_: Request) -> EventSourceResponse:
+        async def generate() -> AsyncIterator[dict[str, str]]:
+            yield {"data": "hello"}
+            await stop.wait()
+
+        return EventSourceResponse(generate())
+
+    routes = [Route("/plain", plain), Route("/events", events)]
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(AccessMiddleware, metrics=build_metrics(), drain=drain, routes=routes, log=False)],
+    )
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=HOST) as client:
+        assert (await client.get("/plain")).status_code == 200
+    assert seen == [1]
+    assert drain.requests_open == 0
+
+    first_event = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()  # the client stays connected
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body" and message.get("body"):
+            first_event.set()
+
+    scope = {"type": "http", "method": "GET", "path": "/events", "headers": [], "query_string": b""}
+    task = asyncio.create_task(app(scope, receive, send))  # type: ignore[arg-type]
+    async with asyncio.timeout(5):
+        await first_event.wait()
+        assert drain.requests_open == 0  # the stream is open; no request is being answered
+        assert len(drain.streams) == 1
+        stop.set()
+        await task
+    assert drain.requests_open == 0
 
 
 async def test_the_sampler_exports_process_pool_and_backlog_gauges(database: str) -> None:

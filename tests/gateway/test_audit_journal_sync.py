@@ -103,3 +103,33 @@ async def test_without_fsync_the_journal_still_writes_every_record(tmp_path: Pat
     assert flush.calls == 0
     assert len(_journal_lines(tmp_path)) == 1
     journal.close(drained=True)
+
+
+async def _one_call_then_another_in_the_next_turn(journal: AuditJournal) -> None:
+    journal.append(_record(1))
+    first = asyncio.create_task(journal.sync())
+    await asyncio.sleep(0)  # the first call asks for a round
+    await asyncio.sleep(0)  # the round begins: it takes the records so far, or waits a turn
+    journal.append(_record(2))  # another call finishes in the same turn of the loop
+    await asyncio.gather(first, journal.sync())
+
+
+async def test_while_other_requests_are_answered_a_round_waits_a_turn_so_calls_about_to_finish_share_it(
+    tmp_path: Path,
+) -> None:
+    flush = CountingFlush()
+    journal = AuditJournal(tmp_path, "test", flush=flush, commit_siblings=2)
+    journal.siblings = lambda: 3
+    await _one_call_then_another_in_the_next_turn(journal)
+    assert flush.calls == 1
+    assert len(_journal_lines(tmp_path)) == 2
+    journal.close(drained=True)
+
+
+async def test_a_call_answered_alone_starts_its_round_at_once(tmp_path: Path) -> None:
+    flush = CountingFlush()
+    journal = AuditJournal(tmp_path, "test", flush=flush, commit_siblings=2)
+    journal.siblings = lambda: 1  # one other request: below the threshold
+    await _one_call_then_another_in_the_next_turn(journal)
+    assert flush.calls == 2
+    journal.close(drained=True)

@@ -7,7 +7,9 @@ one (group commit), so the event loop never blocks on the disk and N concurrent 
 The :class:`~forecourt.gateway.audit.AuditWriter` then writes the records to the database in batches. A
 process killed with ``kill -9``, or a database that is down, therefore loses no record of an answered call:
 the next start of any process sharing the journal folder replays what the dead one left (records are keyed
-by id, so a record written twice is stored once).
+by id, so a record written twice is stored once). While other requests are being answered, a round waits one
+more turn of the event loop before it starts, so that the calls about to finish join it (fewer, fuller fsyncs:
++12 % cached calls per second at 32 connections on one core, docs/benchmarks.md).
 
 Segments: each process appends to its own segment file (``<instance>-<pid>-<n>.jsonl``) and holds an
 exclusive ``flock`` on it. Before each drain the writer *rotates* (starts a new segment) and, once the
@@ -30,15 +32,28 @@ from forecourt.store.base import AuditRecord
 
 logger = logging.getLogger(__name__)
 
+_ONE_TURN = 1e-6  # a timer due at once: it fires on the event loop's next turn, after the I/O it polls
+
 
 class AuditJournal:
     """This process's append-only audit journal in ``directory`` (fsync'd by :meth:`sync`)."""
 
     def __init__(
-        self, directory: Path, instance: str, *, fsync: bool = True, flush: Callable[[int], None] = os.fsync
+        self,
+        directory: Path,
+        instance: str,
+        *,
+        fsync: bool = True,
+        flush: Callable[[int], None] = os.fsync,
+        commit_delay_s: float = 0.0,
+        commit_siblings: int = 2,
     ) -> None:
         self.directory = directory
         self._flush = flush
+        self.commit_delay_s = commit_delay_s
+        self.commit_siblings = commit_siblings
+        self.siblings: Callable[[], int] = lambda: 0
+        """How many other calls are running now (the gateway's in-flight count; wired by bootstrap)."""
         self._stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in instance)[:64] or "forecourt"
         self._fsync = fsync
         self._seq = 0
@@ -86,6 +101,11 @@ class AuditJournal:
             await asyncio.shield(syncing)
 
     async def _sync_now(self) -> None:
+        if self.siblings() >= self.commit_siblings:
+            # Other requests are being answered and will want their records on disk too: one more turn of the
+            # event loop (plus ``commit_delay_s``, as PostgreSQL's commit_delay / commit_siblings) lets the calls
+            # ready to finish append theirs, and one fsync covers them all. A call alone never waits.
+            await asyncio.sleep(self.commit_delay_s or _ONE_TURN)
         upto, descriptors = self._written, list(self._dirty)
         self._dirty.clear()
         try:
@@ -175,4 +195,10 @@ def audit_journal_for(settings: Settings) -> AuditJournal:
             directory = db.with_name(db.name + ".audit-journal")
         else:
             directory = Path("var") / "audit-journal"
-    return AuditJournal(directory, settings.instance_name, fsync=settings.audit_journal_fsync)
+    return AuditJournal(
+        directory,
+        settings.instance_name,
+        fsync=settings.audit_journal_fsync,
+        commit_delay_s=settings.audit_commit_delay_ms / 1000,
+        commit_siblings=settings.audit_commit_siblings,
+    )

@@ -108,6 +108,7 @@ class AccessMiddleware:
         token = REQUEST_NOTE.set(note)
         state: list[Any] = [500, None]  # status, SseStream
         drain = self.drain
+        drain.requests_open += 1
 
         async def send_wrapper(message: Message) -> None:
             stream: SseStream | None = state[1]
@@ -119,6 +120,7 @@ class AccessMiddleware:
             if message["type"] == "http.response.start":
                 state[0] = message["status"]
                 if _is_event_stream(message):
+                    drain.requests_open -= 1  # a stream stays open: not a request being answered
                     stream = state[1] = SseStream(send)
                     await send(message)
                     self.metrics.sse_streams.inc()
@@ -136,6 +138,8 @@ class AccessMiddleware:
             if stream is not None:
                 drain.finished(stream)
                 self.metrics.sse_streams.dec()
+            else:
+                drain.requests_open -= 1
             self._record(scope, state[0], time.perf_counter() - started, note)
 
     def _record(self, scope: Scope, status: int, duration: float, note: RequestNote) -> None:
