@@ -134,17 +134,17 @@ class ToolSet:
         return tool_name(action.name)
 
     def prepare(self, action: Action, arguments: dict[str, Any]) -> tuple[dict[str, Any], str]:
-        """The gateway payload of a call and the view asked for (``view`` taken out, AAP ``type`` added).
+        """The gateway payload of a call and the view the door still applies (``view`` taken out, AAP ``type`` added).
 
         An action that takes ``view`` itself (``inventory.search``: a compact search reads less) is handed the
-        view the tool answers with, compact unless ``full`` was asked for.
+        view asked for, compact unless ``full``; its output is already shaped, so the door applies ``full``.
         """
         view = arguments.pop("view", None) if views.has_view(action.name) else None
         shown = "full" if view == "full" else "compact"
-        if view is not None or views.has_view(action.name):
-            properties = action.input_schema.get("properties")
-            if isinstance(properties, dict) and "view" in properties:
-                arguments["view"] = shown
+        properties = action.input_schema.get("properties")
+        if views.has_view(action.name) and isinstance(properties, dict) and "view" in properties:
+            arguments["view"] = shown
+            shown = "full"
         aap = self._aap_type.get(action.name)
         if aap is not None and "type" not in arguments:
             arguments["type"] = aap
