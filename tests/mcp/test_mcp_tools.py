@@ -231,5 +231,17 @@ async def test_the_docs_example_passing_one_make_as_a_string_works_like_a_list(
     async with http_client(keys["crm"]) as hc, mcp_client(live.url, hc, "2026-07-28") as client:
         one = await client.call_tool("inventory.search", {"dealership_id": TOYOTA, "make": "Toyota"})
         listed = await client.call_tool("inventory.search", {"dealership_id": TOYOTA, "make": ["Toyota"]})
-    assert not one.is_error, one.content
-    assert one.structured_content == listed.structured_content
+        assert not one.is_error, one.content
+        # The cursor carries its expiry (whole seconds), so two calls a second apart differ only there:
+        # the pages are the same, and each cursor continues to the same next page.
+        first, second = dict(one.structured_content), dict(listed.structured_content)
+        cursor_one, cursor_listed = first.pop("next_cursor"), second.pop("next_cursor")
+        assert first == second
+        after_one = await client.call_tool(
+            "inventory.search", {"dealership_id": TOYOTA, "make": "Toyota", "cursor": cursor_one}
+        )
+        after_listed = await client.call_tool(
+            "inventory.search", {"dealership_id": TOYOTA, "make": ["Toyota"], "cursor": cursor_listed}
+        )
+    assert after_one.structured_content["items"] == after_listed.structured_content["items"]
+    assert after_one.structured_content["items"]
