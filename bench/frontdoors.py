@@ -13,7 +13,8 @@ drives each front door in turn with ``wrk`` — a separate process, one Lua scri
 
 Every answer is checked (status 200, a result, no tool/protocol error). Peak RSS is ``VmHWM`` of each worker
 (``/proc/<pid>/status``; workers are the uvicorn master's ``spawn_main`` children, or the master itself with
-one worker) read after each front door, so it is the peak so far in that server's life. Rate limits are
+one worker) read after each front door, so it is the peak so far in that server's life. Worker CPU counts each
+worker and its audit journal's fsync helper process. Rate limits are
 raised for the run (the defaults would, rightly, refuse a load test). Prints JSON and Markdown rows.
 
     .venv/bin/python bench/frontdoors.py --db sqlite postgres --workers 1 2 --duration 20 --connections 16
@@ -292,11 +293,12 @@ def run_server(
         for door in args.doors:
             wrk(door, port, token, args.warmup, args.connections, args.threads)  # warm-up (caches, pools, JIT-free)
             load_before = os.getloadavg()[0]
-            cpu_before = sum(cpu_seconds(p) for p in pids)
+            counted = pids + [c for p in pids for c in children(p)]  # each worker's audit-journal fsync helper too
+            cpu_before = sum(cpu_seconds(p) for p in counted)
             busy_before, total_before = machine_busy_seconds()
             result = wrk(door, port, token, args.duration, args.connections, args.threads)
             busy_after, total_after = machine_busy_seconds()
-            worker_cpu = sum(cpu_seconds(p) for p in pids) - cpu_before
+            worker_cpu = sum(cpu_seconds(p) for p in counted) - cpu_before
             wall_cpus = total_after - total_before
             result.update(
                 door=door,

@@ -213,15 +213,19 @@ def percentiles(samples: list[float]) -> dict[str, float]:
 
 
 async def measure(
-    store: SqlStore, queries: list[InventoryQuery], *, with_facets: bool, path: str = "read"
+    store: SqlStore, queries: list[InventoryQuery], *, with_facets: bool, path: str = "read", view: str = "full"
 ) -> dict[str, float]:
     """Time each query, one unit of work each: ``read`` as the gateway's searches run (on an SQLite file: inline,
-    on the calling thread), or ``transaction`` (the async engine, as writes run)."""
+    on the calling thread), or ``transaction`` (the async engine, as writes run); ``view=compact`` reads cards
+    (``search_cards``, what the MCP tool's default view reads), ``full`` whole vehicles."""
     samples: list[float] = []
     for query in queries:
         started = time.perf_counter()
         async with store.read() if path == "read" else store.transaction() as uow:
-            await uow.inventory.search(query)
+            if view == "compact":
+                await uow.inventory.search_cards(query)
+            else:
+                await uow.inventory.search(query)
             if with_facets:
                 await uow.inventory.facets(query)
         samples.append((time.perf_counter() - started) * 1000)
@@ -244,9 +248,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         rng = random.Random(args.seed + 1)
         dealers = dealership_ids(args.dealerships)
         queries = [typical_query(rng, dealers) for _ in range(args.searches)]
-        await measure(store, queries, with_facets=True, path=args.path)  # warm the caches: steady state is reported
-        plain = await measure(store, queries, with_facets=False, path=args.path)
-        faceted = await measure(store, queries, with_facets=True, path=args.path)
+        how = {"path": args.path, "view": args.view}
+        await measure(store, queries, with_facets=True, **how)  # warm the caches: steady state is reported
+        plain = await measure(store, queries, with_facets=False, **how)
+        faceted = await measure(store, queries, with_facets=True, **how)
     finally:
         await store.close()
     return {
@@ -255,6 +260,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "dealerships": args.dealerships,
         "searches": args.searches,
         "path": args.path,
+        "view": args.view,
         "load_seconds": None if load_s is None else round(load_s, 1),
         "search": plain,
         "search_with_facets": faceted,
@@ -277,6 +283,12 @@ def main() -> None:
         choices=["read", "transaction"],
         default="read",
         help="read units of work (as searches run) or transactions",
+    )
+    parser.add_argument(
+        "--view",
+        choices=["full", "compact"],
+        default="full",
+        help="whole vehicles, or cards (the MCP tool's default view)",
     )
     args = parser.parse_args()
     print(json.dumps(asyncio.run(run(args)), indent=2))

@@ -68,10 +68,16 @@ class Services:
         """Where parts register their background loops and closers."""
         return BackgroundTasks(self.background, self.closers, self.drain.callbacks)
 
-    async def start(self) -> None:
-        """Start background work (audit flusher, outbox dispatch, deliveries)."""
+    async def start(self, *, background: bool = True) -> None:
+        """Start background work (audit flusher, outbox dispatch, deliveries).
+
+        ``background=False`` starts only the audit writer: a one-shot command's own call is all it runs (its change
+        events wait in the outbox for a serving process), so no loop competes with it for the database.
+        """
         await self.audit.recover()
         self.audit.start()
+        if not background:
+            return
         for factory in self.background:
             self.tasks.append(asyncio.create_task(factory(), name=getattr(factory, "__qualname__", None)))
 

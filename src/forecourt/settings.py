@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     else ``var/audit-journal``); replicas on one host may share it, each host needs its own."""
     audit_journal_fsync: bool = True
     """fsync every journalled record (turn off only where the disk is not the durability boundary)."""
+    audit_fsync_helper: bool = True
+    """Run the journal's fsync in a small helper process (no thread hand-over on the serving thread); false: a
+    worker thread. Either way the event loop never waits on the disk."""
     audit_commit_siblings: int = Field(default=2, ge=1)
     """Group commit: while at least this many other HTTP requests are being answered, a journal fsync waits one
     more turn of the event loop (plus ``audit_commit_delay_ms``) so the calls about to finish share it."""

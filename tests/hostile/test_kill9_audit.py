@@ -111,16 +111,38 @@ async def _load(port: int, key: str, answered: list[str], enough: asyncio.Event)
         await asyncio.gather(*(worker(n) for n in range(CLIENTS)))
 
 
-async def _run_and_kill(port: int, key: str, proc: subprocess.Popen[bytes]) -> list[str]:
+def _children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _all_gone(pids: list[int], within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while any(_alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+async def _run_and_kill(port: int, key: str, proc: subprocess.Popen[bytes]) -> tuple[list[str], list[int]]:
     answered: list[str] = []
     enough = asyncio.Event()
     load = asyncio.create_task(_load(port, key, answered, enough))
     async with asyncio.timeout(120):
         await enough.wait()
+    helpers = _children(proc.pid)  # the journal's fsync helper
     os.kill(proc.pid, signal.SIGKILL)  # mid-load: calls are in flight
     async with asyncio.timeout(60):
         await load
-    return answered
+    return answered, helpers
 
 
 @pytest.mark.slow
@@ -130,13 +152,15 @@ async def test_kill_9_under_load_loses_no_audit_record(hostile_template: Templat
     env = _env(db, port)
     proc = _start(env, port)
     try:
-        answered = await _run_and_kill(port, hostile_template.keys["crm"], proc)
+        answered, helpers = await _run_and_kill(port, hostile_template.keys["crm"], proc)
         proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     assert len(answered) >= ANSWERS_BEFORE_KILL
+    assert helpers, "the server runs its journal's fsync helper"
+    assert _all_gone(helpers, within_s=30.0), "the fsync helper outlived its killed server"
     restarted = _start(env, port)  # replays the dead process's journal before it serves
     restarted.send_signal(signal.SIGTERM)
     restarted.wait(timeout=60)

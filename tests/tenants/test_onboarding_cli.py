@@ -168,3 +168,17 @@ def test_the_verbose_flag_lets_a_command_print_its_log_lines(db: Path) -> None:
     loud = _cli(db, "--verbose", "keys", "create", "--company", "acme-auto", "--member", "crm", "--json")
     assert loud.exit_code == 0
     assert "created API key" in loud.output  # the service's INFO line, in the process's log format
+
+
+def test_a_one_shot_command_runs_no_background_loop_beside_its_own_call(db: Path) -> None:
+    from forecourt.cli.common import services_for
+    from forecourt.settings import Settings
+
+    async def started() -> tuple[int, int]:
+        settings = Settings.load(None, database_url=f"sqlite+aiosqlite:///{db}")
+        async with services_for(settings) as services:
+            return len(services.background), len(services.tasks)
+
+    registered, running = asyncio.run(started())
+    assert registered > 0  # a serving process would run these
+    assert running == 0

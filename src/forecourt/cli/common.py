@@ -66,11 +66,11 @@ def run(coro_fn: Callable[[], Awaitable[T]]) -> T:
 
 @asynccontextmanager
 async def services_for(settings: Settings) -> AsyncIterator[Any]:
-    """A services container for a one-shot command (audit flushed on exit)."""
+    """A services container for a one-shot command (audit flushed on exit; no background loops)."""
     from forecourt.bootstrap import build_services
 
     services = build_services(settings)
-    await services.start()
+    await services.start(background=False)
     try:
         yield services
     finally:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from forecourt.gateway.audit_journal import AuditJournal
+from forecourt.gateway.audit_record import new_audit_id
 from forecourt.gateway.telemetry import Metrics
 from forecourt.store.base import AuditRecord, Store
 
@@ -73,7 +74,7 @@ class AuditWriter:
         """Queue the record of a request refused before any front door parsed it (no caller, no arguments)."""
         self.record(
             AuditRecord(
-                id=uuid.uuid4().hex,
+                id=new_audit_id(),
                 company_id=None,
                 dealership_id=None,
                 member_id=None,

@@ -2,8 +2,9 @@
 
 Every audit record is appended to the journal (one JSON line, ``os.write``) when the call finishes; before
 its answer is sent the gateway awaits :meth:`AuditJournal.sync`, which fsyncs the journal. The fsync
-runs in a worker thread and is shared: every call that finished while one was in flight waits for the next
-one (group commit), so the event loop never blocks on the disk and N concurrent calls cost one fsync, not N.
+runs off the event loop (in a helper process, else a worker thread: :mod:`.journal_fsync`) and is shared:
+every call that finished while one was in flight waits for the next one (group commit), so the event loop
+never blocks on the disk and N concurrent calls cost one fsync, not N.
 The :class:`~forecourt.gateway.audit.AuditWriter` then writes the records to the database in batches. A
 process killed with ``kill -9``, or a database that is down, therefore loses no record of an answered call:
 the next start of any process sharing the journal folder replays what the dead one left (records are keyed
@@ -27,6 +28,7 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from forecourt.gateway.journal_fsync import Fsync, HelperFsync, ThreadFsync
 from forecourt.settings import Settings
 from forecourt.store.base import AuditRecord
 
@@ -45,11 +47,13 @@ class AuditJournal:
         *,
         fsync: bool = True,
         flush: Callable[[int], None] = os.fsync,
+        helper: bool = False,
         commit_delay_s: float = 0.0,
         commit_siblings: int = 2,
     ) -> None:
+        """``helper``: fsync in a helper process (``flush`` is then ``os.fsync``); else ``flush`` in a thread."""
         self.directory = directory
-        self._flush = flush
+        self.fsyncer: Fsync = HelperFsync(ThreadFsync(flush)) if helper and fsync else ThreadFsync(flush)
         self.commit_delay_s = commit_delay_s
         self.commit_siblings = commit_siblings
         self.siblings: Callable[[], int] = lambda: 0
@@ -59,10 +63,10 @@ class AuditJournal:
         self._seq = 0
         self._fd: int | None = None
         self._path: Path | None = None
-        self._closed: list[tuple[Path, int]] = []  # rotated segments, kept (and locked) until drained
+        self._closed: list[tuple[Path, int, int]] = []  # rotated segments (path, fd, seq), locked until drained
         self._written = 0  # records appended by this process
         self._synced = 0  # of those, how many an fsync has covered
-        self._dirty: set[int] = set()  # segment descriptors written to since their last fsync
+        self._dirty: dict[int, int] = {}  # segments written to since their last fsync: seq -> descriptor
         self._syncing: asyncio.Task[None] | None = None
         directory.mkdir(parents=True, exist_ok=True)
 
@@ -86,7 +90,7 @@ class AuditJournal:
         assert self._fd is not None
         os.write(self._fd, record.model_dump_json().encode() + b"\n")
         self._written += 1
-        self._dirty.add(self._fd)
+        self._dirty[self._seq] = self._fd
 
     async def sync(self) -> None:
         """Return once every record appended before this call is on disk (one fsync for all who wait together)."""
@@ -106,10 +110,10 @@ class AuditJournal:
             # event loop (plus ``commit_delay_s``, as PostgreSQL's commit_delay / commit_siblings) lets the calls
             # ready to finish append theirs, and one fsync covers them all. A call alone never waits.
             await asyncio.sleep(self.commit_delay_s or _ONE_TURN)
-        upto, descriptors = self._written, list(self._dirty)
+        upto, segments = self._written, dict(self._dirty)
         self._dirty.clear()
         try:
-            failed = await asyncio.to_thread(_fsync_all, self._flush, descriptors)
+            failed = await self.fsyncer(segments)
             if failed:  # the records are still queued for the database; the journal only lost its disk guarantee
                 logger.warning("audit journal fsync failed on %d segment(s)", failed)
             self._synced = max(self._synced, upto)
@@ -120,24 +124,26 @@ class AuditJournal:
         """Start a new segment; the current one waits (locked) until :meth:`drained` deletes it."""
         if self._fd is None or self._path is None:
             return
-        self._closed.append((self._path, self._fd))
+        self._closed.append((self._path, self._fd, self._seq))
         self._fd, self._path = None, None
 
     def drained(self) -> None:
         """Every record of the rotated segments is in the database: delete them."""
-        for path, fd in self._closed:
+        for path, fd, seq in self._closed:
             path.unlink(missing_ok=True)
-            self._dirty.discard(fd)
+            self._dirty.pop(seq, None)
+            self.fsyncer.forget(seq)
             os.close(fd)
         self._closed.clear()
 
     def close(self, *, drained: bool) -> None:
         """Release the segments; delete them too when everything in them reached the database."""
         self.rotate()
+        self.fsyncer.close()
         if drained:
             self.drained()
             return
-        for _, fd in self._closed:
+        for _, fd, _ in self._closed:
             os.close(fd)  # left on disk for the next start to replay
         self._closed.clear()
 
@@ -146,7 +152,7 @@ class AuditJournal:
     def orphans(self) -> Iterator[tuple[Path, list[AuditRecord]]]:
         """Segments no live process holds (their writer died), with the records they hold."""
         for path in sorted(self.directory.glob("*.jsonl")):
-            if path == self._path or any(path == p for p, _ in self._closed):
+            if path == self._path or any(path == p for p, _, _ in self._closed):
                 continue
             try:
                 fd = os.open(path, os.O_RDONLY)
@@ -160,17 +166,6 @@ class AuditJournal:
                 yield path, list(_records(path))
             finally:
                 os.close(fd)
-
-
-def _fsync_all(flush: Callable[[int], None], descriptors: list[int]) -> int:
-    """fsync each descriptor; returns how many failed (a segment closed meanwhile was drained: nothing to keep)."""
-    failed = 0
-    for fd in descriptors:
-        try:
-            flush(fd)
-        except OSError:
-            failed += 1
-    return failed
 
 
 def _records(path: Path) -> Iterator[AuditRecord]:
@@ -199,6 +194,7 @@ def audit_journal_for(settings: Settings) -> AuditJournal:
         directory,
         settings.instance_name,
         fsync=settings.audit_journal_fsync,
+        helper=settings.audit_fsync_helper,
         commit_delay_s=settings.audit_commit_delay_ms / 1000,
         commit_siblings=settings.audit_commit_siblings,
     )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import os
+import random
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -12,6 +13,17 @@ from forecourt.actions.base import Action
 from forecourt.gateway.base import Invocation, Principal
 from forecourt.gateway.redact import PII_KEYS, digest, redact_for_audit
 from forecourt.store.base import AuditRecord
+
+
+def new_audit_id() -> str:
+    """A new record id that sorts by time: 48-bit Unix milliseconds, then 80 random bits (32 hex, as a UUIDv7).
+
+    Each new record lands at the end of the audit table's id index instead of on a random page: a batch
+    dirties a few pages, not one per record (inserts into a table of two million records cost a third as much,
+    docs/benchmarks.md). Ids of one millisecond are random among themselves; the random bits come from the
+    process's generator (reseeded in a forked child), not the kernel's, as a record id is no secret.
+    """
+    return f"{time.time_ns() // 1_000_000:012x}{random.getrandbits(80):020x}"
 
 
 def call_record(
@@ -82,4 +94,4 @@ class CallState:
     error_code: str | None = None
     result_class: str = "ok"
     extra: dict[str, Any] = field(default_factory=dict)
-    audit_id: str = field(default_factory=lambda: os.urandom(16).hex())  # 128 random bits, as uuid4 less its work
+    audit_id: str = field(default_factory=new_audit_id)
