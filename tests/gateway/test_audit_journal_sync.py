@@ -133,3 +133,19 @@ async def test_a_call_answered_alone_starts_its_round_at_once(tmp_path: Path) ->
     await _one_call_then_another_in_the_next_turn(journal)
     assert flush.calls == 2
     journal.close(drained=True)
+
+
+async def test_records_whatever_their_arguments_hold_are_read_back_from_the_journal_as_written(
+    tmp_path: Path,
+) -> None:
+    plain = _record(1).model_copy(update={"args_redacted": {"make": ["Toyota"], "limit": 20, "ratio": 0.5}})
+    huge = _record(2).model_copy(update={"args_redacted": {"count": 2**70}})  # past what orjson writes
+    journal = AuditJournal(tmp_path, "test", fsync=False)
+    journal.append(plain)
+    journal.append(huge)
+    await journal.sync()
+    journal.close(drained=False)
+    later = AuditJournal(tmp_path, "later", fsync=False)
+    (recovered,) = [records for _, records in later.orphans()]
+    assert recovered == [plain, huge]
+    later.close(drained=True)

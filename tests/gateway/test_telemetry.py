@@ -187,3 +187,20 @@ async def test_a_model_name_is_only_a_metric_label_once_the_call_succeeds(rig: R
     text = (await rig.client.get("/metrics")).text
     assert 'model="gemini-2.5-flash"' in text
     assert "made-up-by-an-attacker" not in text
+
+
+async def test_calls_are_counted_under_their_labels_when_the_memo_of_series_starts_again(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from forecourt.gateway import pipeline
+
+    monkeypatch.setattr(pipeline, "_SERIES_KEPT", 1)  # every new series empties the memo
+    for action in ("dealer.information", "inventory.facets", "dealer.information", "inventory.facets"):
+        await rig.call(action, {"dealership_id": TOYOTA})
+    text = (await rig.client.get("/metrics")).text
+    for action in ("dealer.information", "inventory.facets"):
+        assert (
+            f'forecourt_calls_total{{action="{action}",adapter="dealer-data",company="demo-motor-group",'
+            'model="-",status="200"} 2.0'
+        ) in text
+        assert f'forecourt_call_duration_seconds_count{{action="{action}",adapter="dealer-data"' in text

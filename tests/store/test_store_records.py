@@ -197,3 +197,31 @@ async def test_audit_records_read_back_as_written_whatever_their_arguments_hold(
     assert stored[0] == plain
     assert stored[1].args_redacted == scripted.model_dump(mode="json")["args_redacted"]
     assert stored[1].occurred_at == scripted.occurred_at
+
+
+async def test_audit_arguments_past_what_orjson_writes_are_stored_as_the_standard_library_writes_them(
+    store: SqlStore,
+) -> None:
+    huge = _audit(3, args_redacted={"count": 2**70, "keys": {"1": ["ü", None, 1.5]}})
+    async with store.transaction() as uow:
+        await uow.audit.add_many([huge])
+    async with store.transaction() as uow:
+        (stored,) = await uow.audit.page("c1")
+    assert stored == huge
+
+
+async def test_audit_batches_of_one_shape_share_one_compiled_insert_and_keep_their_own_timestamps(
+    store: SqlStore,
+) -> None:
+    from forecourt.store.sql.context import _IGNORING_INSERTS
+
+    first = [_audit(n, occurred_at=T0) for n in range(1, 4)]
+    second = [_audit(n, occurred_at=T0 + timedelta(seconds=n)) for n in range(4, 7)]
+    for batch in (first, second):
+        async with store.transaction() as uow:
+            await uow.audit.add_many(batch)
+    compiled = _IGNORING_INSERTS[store.engine.dialect]
+    assert [table for table, _ in compiled] == ["audit_records"]
+    async with store.transaction() as uow:
+        stored = await uow.audit.page("c1")
+    assert stored == first + second

@@ -28,6 +28,8 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import orjson
+
 from forecourt.gateway.journal_fsync import Fsync, HelperFsync, ThreadFsync
 from forecourt.settings import Settings
 from forecourt.store.base import AuditRecord
@@ -35,6 +37,15 @@ from forecourt.store.base import AuditRecord
 logger = logging.getLogger(__name__)
 
 _ONE_TURN = 1e-6  # a timer due at once: it fires on the event loop's next turn, after the I/O it polls
+
+
+def _line(record: AuditRecord) -> bytes:
+    """The record as one JSON line: its fields as they are (orjson), or the model's dump for arguments that are
+    not plain JSON (a script's own values)."""
+    try:
+        return orjson.dumps(record.__dict__, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:
+        return record.model_dump_json().encode() + b"\n"
 
 
 class AuditJournal:
@@ -88,7 +99,7 @@ class AuditJournal:
         if self._fd is None:
             self._open_segment()
         assert self._fd is not None
-        os.write(self._fd, record.model_dump_json().encode() + b"\n")
+        os.write(self._fd, _line(record))
         self._written += 1
         self._dirty[self._seq] = self._fd
 

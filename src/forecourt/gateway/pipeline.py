@@ -67,6 +67,7 @@ from forecourt.store.base import AuditRecord, Store
 from forecourt.store.views import ReadOnlyStore
 
 logger = logging.getLogger(__name__)
+_SERIES_KEPT = 4096  # metric series remembered per gateway (beyond it the memo starts again)
 
 
 __all__ = ["AdapterConfigSource", "Bulkhead", "Gateway"]
@@ -119,6 +120,9 @@ class Gateway:
         self.approvals: ApprovalGate | None = None
         """Holds agents' calls that a policy's ``require_approval`` names (wired by bootstrap)."""
         self._bulkheads: dict[str, Bulkhead] = {}
+        # Each call's metric series by its labels (prometheus-client's ``labels`` checks and locks every time).
+        self._series: dict[tuple[str, str, str, str, int], tuple[Any, Any]] = {}
+        self._hit_series: dict[str, Any] = {}
         self.in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -402,7 +406,10 @@ class Gateway:
                     action.name, action.version, scope, payload, action.cache_ttl_s, run, span
                 )
                 if hit:
-                    self.metrics.cache_hits.labels(action.name).inc()
+                    hits = self._hit_series.get(action.name)
+                    if hits is None:
+                        hits = self._hit_series[action.name] = self.metrics.cache_hits.labels(action.name)
+                    hits.inc()
                 outcome = self._outcome(call, action, result, decision)
                 outcome.cached = hit
                 return outcome
@@ -562,9 +569,18 @@ class Gateway:
         name = action.name if action else "unknown"
         adapter = action.adapter if action else "-"
         model = call.model
-        company = call.company_id or "-"
-        self.metrics.calls.labels(name, adapter, company, model, str(call.status)).inc()
-        self.metrics.duration.labels(name, adapter, company, model).observe(duration)
+        key = (name, adapter, call.company_id or "-", model, call.status)
+        series = self._series.get(key)
+        if series is None:
+            if len(self._series) >= _SERIES_KEPT:
+                self._series.clear()
+            labels = key[:4]
+            series = self._series[key] = (
+                self.metrics.calls.labels(*labels, str(call.status)),
+                self.metrics.duration.labels(*labels),
+            )
+        series[0].inc()
+        series[1].observe(duration)
         note = REQUEST_NOTE.get()
         if note is not None:  # the HTTP access log names the company and the trace
             note.company, note.trace_id = call.company_id, call.trace_id

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from typing import Any
@@ -25,9 +27,11 @@ ROWS_PER_STATEMENT = 1_000
 
 
 def _bind_processor(dialect: sa.Dialect, type_: sa.types.TypeEngine[Any]) -> Callable[[Any], Any] | None:
-    process = type_.dialect_impl(dialect).bind_processor(dialect)
-    if process is None or not isinstance(type_, UtcDateTime):
-        return process
+    return type_.dialect_impl(dialect).bind_processor(dialect)
+
+
+def _memoised(process: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``process`` remembering its answers for one batch (a batch repeats the same few instants)."""
     done: dict[Any, Any] = {}
 
     def memoised(value: Any) -> Any:
@@ -36,6 +40,42 @@ def _bind_processor(dialect: sa.Dialect, type_: sa.types.TypeEngine[Any]) -> Cal
         return done[value]
 
     return memoised
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    """An INSERT/UPDATE compiled for one dialect and one set of columns: its SQL and each column's processor."""
+
+    sql: str
+    names: tuple[str, ...]
+    processors: tuple[Callable[[Any], Any] | None, ...]
+    timestamps: tuple[bool, ...]
+
+    def pairs(self) -> list[tuple[str, Callable[[Any], Any] | None]]:
+        """Each column with the processor for this batch (a timestamp's memoised afresh)."""
+        return [
+            (name, _memoised(process) if process is not None and ts else process)
+            for name, process, ts in zip(self.names, self.processors, self.timestamps, strict=True)
+        ]
+
+
+def _compile(stmt: sa.Insert | sa.Update, dialect: sa.Dialect, keys: list[str]) -> _Compiled:
+    compiled = stmt.compile(dialect=dialect, column_keys=keys)
+    names = tuple(compiled.positiontup or ())
+    types = [compiled.binds[name].type for name in names]
+    return _Compiled(
+        compiled.string,
+        names,
+        tuple(_bind_processor(dialect, t) for t in types),
+        tuple(isinstance(t, UtcDateTime) for t in types),
+    )
+
+
+# INSERT ... ON CONFLICT DO NOTHING per engine's dialect, table and columns: the audit writer's batches skip the
+# compiler. Keyed weakly by the dialect, so an engine disposed of takes its statements with it.
+_IGNORING_INSERTS: weakref.WeakKeyDictionary[sa.Dialect, dict[tuple[str, tuple[str, ...]], _Compiled]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def new_id() -> str:
@@ -115,9 +155,21 @@ class TxContext:
 
     async def insert_many_ignore(self, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert rows in one round trip, skipping those that collide with a unique key."""
-        if rows:
-            dialect_insert = postgresql.insert if self.is_postgres else sqlite.insert
+        if not rows:
+            return
+        conn = self.conn
+        dialect_insert = postgresql.insert if self.is_postgres else sqlite.insert
+        if not isinstance(conn, AsyncConnection):
             await self.execute_many(dialect_insert(table).on_conflict_do_nothing(), rows)
+            return
+        keys = tuple(rows[0])
+        known = _IGNORING_INSERTS.setdefault(conn.dialect, {})
+        compiled = known.get((table.name, keys))
+        if compiled is None:
+            compiled = known[(table.name, keys)] = _compile(
+                dialect_insert(table).on_conflict_do_nothing(), conn.dialect, list(keys)
+            )
+        await self._execute_compiled(conn, compiled, rows)
 
     async def execute_many(self, stmt: sa.Insert | sa.Update, rows: Sequence[Mapping[str, Any]]) -> None:
         """``stmt`` once per row as driver tuples: the column types' bind processing without SQLAlchemy's per-row work.
@@ -134,16 +186,17 @@ class TxContext:
             for start in range(0, len(rows), ROWS_PER_STATEMENT):
                 await conn.execute(stmt, [dict(r) for r in rows[start : start + ROWS_PER_STATEMENT]])
             return
-        compiled = stmt.compile(dialect=conn.dialect, column_keys=list(rows[0]))
-        names = list(compiled.positiontup or ())
-        processors = [_bind_processor(conn.dialect, compiled.binds[name].type) for name in names]
-        pairs = list(zip(names, processors, strict=True))
+        await self._execute_compiled(conn, _compile(stmt, conn.dialect, list(rows[0])), rows)
+
+    @staticmethod
+    async def _execute_compiled(conn: AsyncConnection, compiled: _Compiled, rows: Sequence[Mapping[str, Any]]) -> None:
+        pairs = compiled.pairs()
         for start in range(0, len(rows), ROWS_PER_STATEMENT):
             params = [
                 tuple([row[name] if process is None else process(row[name]) for name, process in pairs])
                 for row in rows[start : start + ROWS_PER_STATEMENT]
             ]
-            await conn.exec_driver_sql(compiled.string, params)
+            await conn.exec_driver_sql(compiled.sql, params)
 
     async def upsert(self, table: sa.Table, values: Mapping[str, Any], keys: Sequence[str]) -> None:
         """Insert a row, or overwrite the row with the same ``keys``."""
