@@ -8,7 +8,7 @@ import pytest
 
 from forecourt.domain.tenancy import SecurityType
 from forecourt.errors import ForecourtError
-from forecourt.gateway.auth.apikeys import ApiKeyAuthenticator, ApiKeyService, parse_api_key
+from forecourt.gateway.auth.apikeys import ApiKeyAuthenticator, ApiKeyHasher, ApiKeyService, parse_api_key
 from forecourt.gateway.base import Credentials
 
 from .fakes import ManualClock, MemoryStore, SharedRevocations, member
@@ -168,3 +168,56 @@ async def test_cached_records_spare_the_store_but_the_revocation_list_is_asked_e
     for _ in range(3):
         await auth.authenticate(Credentials(bearer=issued.key), None)
     assert store.tenancy.reads == reads
+
+
+class CountingHasher(ApiKeyHasher):
+    """The real keyed hash, counting its verifications."""
+
+    verified = 0
+
+    def verify(self, prefix: str, secret: str, key_hash: str) -> bool:
+        self.verified += 1
+        return super().verify(prefix, secret, key_hash)
+
+
+def counting(auth: ApiKeyAuthenticator) -> CountingHasher:
+    hasher = auth._hasher = CountingHasher(PEPPER)
+    return hasher
+
+
+async def test_a_key_used_again_from_the_same_address_is_the_same_principal_without_the_keyed_hash(store, revocations):
+    issued = await service(store, revocations).create("acme", "crm")
+    auth = authenticator(store, revocations, cache_ttl_s=60.0)
+    hasher = counting(auth)
+    here = Credentials(bearer=issued.key, peer_address="203.0.113.5")
+    first = await auth.authenticate(here, None)
+    again = await auth.authenticate(here, None)
+    elsewhere = await auth.authenticate(Credentials(bearer=issued.key, peer_address="198.51.100.7"), None)
+    assert again is first
+    assert elsewhere is not None
+    assert elsewhere.client_address == "198.51.100.7"
+    assert first is not None
+    assert first.client_address == "203.0.113.5"
+    assert hasher.verified == 2  # once per address
+
+
+async def test_a_wrong_secret_after_the_right_one_is_still_unauthorized(store, revocations):
+    issued = await service(store, revocations).create("acme", "crm")
+    auth = authenticator(store, revocations, cache_ttl_s=60.0)
+    assert await auth.authenticate(Credentials(bearer=issued.key), None) is not None
+    forged = issued.key[:-4] + ("AAAA" if not issued.key.endswith("AAAA") else "BBBB")
+    assert await code_of(auth, forged) == "auth.unauthorized"
+    assert await auth.authenticate(Credentials(bearer=issued.key), None) is not None
+
+
+async def test_a_key_known_to_be_good_is_refused_once_it_expires_or_is_revoked(store, revocations):
+    issued = await service(store, revocations).create("acme", "crm", ttl=timedelta(minutes=5))
+    now = [datetime.now(UTC)]
+    auth = authenticator(store, revocations, cache_ttl_s=3600.0, now=lambda: now[0])
+    assert await auth.authenticate(Credentials(bearer=issued.key), None) is not None
+    now[0] += timedelta(minutes=6)
+    assert await code_of(auth, issued.key) == "auth.expired"
+    now[0] -= timedelta(minutes=6)
+    assert await auth.authenticate(Credentials(bearer=issued.key), None) is not None
+    await service(store, revocations).revoke(issued.prefix)
+    assert await code_of(auth, issued.key) == "auth.unauthorized"

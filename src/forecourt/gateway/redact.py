@@ -37,9 +37,13 @@ def _free_text(value: str, schema: Mapping[str, Any]) -> bool:
     return len(value) > _IDENTIFIER_MAX or any(c.isspace() for c in value)
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
+
+
 def canonical_json(value: Any) -> bytes:
-    """Deterministic JSON for digests and cache keys."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False).encode()
+    """Deterministic JSON for digests and cache keys (``json.dumps(value, sort_keys=True, separators=(",", ":"),
+    default=str, ensure_ascii=False)``, with the encoder built once)."""
+    return _CANONICAL.encode(value).encode()
 
 
 def digest(value: Any) -> str:
