@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -116,29 +117,75 @@ def _is_string_list(schema: Any) -> bool:
     return any(_is_string_list(s) for s in (schema.get("anyOf") or schema.get("oneOf") or ()))
 
 
+@dataclass(frozen=True)
+class _Lift:
+    """Where a schema puts a lone string in a list: here (a list of strings), under some properties, in items."""
+
+    string_list: bool = False
+    properties: tuple[tuple[str, _Lift], ...] = ()
+    items: _Lift | None = None
+
+
+_NOTHING = _Lift()
+_LIFTS: dict[int, tuple[Mapping[str, Any], _Lift]] = {}  # by schema identity (an action's schema lives as long)
+_LIFTS_KEPT = 4096
+_MAX_DEPTH = 32
+
+
+def _lift_of(schema: Mapping[str, Any]) -> _Lift:
+    known = _LIFTS.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
+    lift = _compile_lift(schema, 0)
+    if len(_LIFTS) >= _LIFTS_KEPT:
+        _LIFTS.clear()
+    _LIFTS[id(schema)] = (schema, lift)
+    return lift
+
+
+def _compile_lift(schema: Any, depth: int) -> _Lift:
+    if not isinstance(schema, Mapping) or depth > _MAX_DEPTH:
+        return _NOTHING
+    properties: tuple[tuple[str, _Lift], ...] = ()
+    declared = schema.get("properties")
+    if schema.get("type") == "object" and isinstance(declared, Mapping):
+        compiled = ((key, _compile_lift(sub, depth + 1)) for key, sub in declared.items() if isinstance(sub, Mapping))
+        properties = tuple((key, lift) for key, lift in compiled if lift is not _NOTHING)
+    items: _Lift | None = None
+    if schema.get("type") == "array" and isinstance(schema.get("items"), Mapping):
+        lift = _compile_lift(schema["items"], depth + 1)
+        items = None if lift is _NOTHING else lift
+    string_list = _is_string_list(schema)
+    if not string_list and not properties and items is None:
+        return _NOTHING
+    return _Lift(string_list, properties, items)
+
+
+def _lifted(lift: _Lift, instance: Any) -> Any:
+    if lift.string_list and isinstance(instance, str):
+        return [instance]
+    if lift.properties and isinstance(instance, Mapping):
+        changed: dict[str, Any] = {}
+        for key, sub in lift.properties:
+            if key in instance:
+                value = instance[key]
+                lifted = _lifted(sub, value)
+                if lifted is not value:
+                    changed[key] = lifted
+        return {**instance, **changed} if changed else instance
+    if lift.items is not None and isinstance(instance, list):
+        converted = [_lifted(lift.items, value) for value in instance]
+        return instance if all(a is b for a, b in zip(converted, instance, strict=True)) else converted
+    return instance
+
+
 def accept_single_strings(schema: Mapping[str, Any], instance: Any) -> Any:
     """``instance`` with a lone string put in a list wherever ``schema`` expects a list of strings.
 
     Callers write ``"make": "Toyota"`` as often as ``"make": ["Toyota"]``; every action, on every front door,
     accepts both because the gateway applies this once, before validation. Nested objects and lists of
-    objects are followed; anything else is returned as it is (validation then judges it).
+    objects are followed; anything else is returned as it is (validation then judges it). Where a schema can
+    take a lone string is worked out once per schema (it is an action's, and lives as long).
     """
-    if isinstance(instance, str) and _is_string_list(schema):
-        return [instance]
-    if isinstance(instance, Mapping) and schema.get("type") == "object":
-        properties = schema.get("properties")
-        if not isinstance(properties, Mapping):
-            return instance
-        changed = {
-            key: accept_single_strings(properties[key], value)
-            for key, value in instance.items()
-            if key in properties and isinstance(properties[key], Mapping)
-        }
-        if all(changed[k] is instance[k] for k in changed):
-            return instance
-        return {**instance, **changed}
-    if isinstance(instance, list) and schema.get("type") == "array" and isinstance(schema.get("items"), Mapping):
-        items = schema["items"]
-        converted = [accept_single_strings(items, value) for value in instance]
-        return instance if all(a is b for a, b in zip(converted, instance, strict=True)) else converted
-    return instance
+    lift = _lift_of(schema)
+    return instance if lift is _NOTHING else _lifted(lift, instance)

@@ -50,6 +50,8 @@ logger = logging.getLogger(__name__)
 _INTERNAL_ERROR = -32603
 _PROGRESS_KEY = "progressToken"
 _JSON_HEADERS = [(b"content-type", b"application/json")]
+_ACCEPTS_KEPT = 256  # Accept headers remembered (clients send one or two kinds), each at most _ACCEPT_MEMO_CHARS
+_ACCEPT_MEMO_CHARS = 256
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ class DirectCalls:
         self.app = app
         self.surface = surface
         self.max_body_bytes = max_body_bytes
+        self._accepts: dict[str, tuple[bool, bool]] = {}  # what each Accept header seen allows (JSON, SSE)
         self.answered = 0
         """Calls answered here (the rest went to the SDK); for tests and diagnostics."""
 
@@ -91,7 +94,15 @@ class DirectCalls:
             await self.app(scope, receive, send)
             return
         request = Request(scope)
-        has_json, has_sse = check_accept_headers(request)
+        accept = request.headers.get("accept", "")
+        accepted = self._accepts.get(accept)
+        if accepted is None:
+            accepted = check_accept_headers(request)
+            if len(accept) <= _ACCEPT_MEMO_CHARS:
+                if len(self._accepts) >= _ACCEPTS_KEPT:
+                    self._accepts.clear()
+                self._accepts[accept] = accepted
+        has_json, has_sse = accepted
         content_type = request.headers.get("content-type", "")
         if not (has_json and has_sse) or not content_type.lower().startswith("application/json"):
             await self.app(scope, receive, send)
@@ -147,7 +158,10 @@ class DirectCalls:
             raw_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers") or ()]
             if find_duplicated_routing_header(raw_headers) is not None:
                 return None
-            verdict = classify_inbound_request(body, headers=dict(request.headers))
+            headers: dict[str, str] = {}
+            for name, value in raw_headers:
+                headers.setdefault(name, value)  # the first of a repeated header, as Starlette's Headers reads it
+            verdict = classify_inbound_request(body, headers=headers)
             if not isinstance(verdict, InboundModernRoute):
                 return None
             if not isinstance(verdict.client_capabilities, dict) or not _client_info_ok(verdict.client_info):
