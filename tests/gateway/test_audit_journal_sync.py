@@ -149,3 +149,16 @@ async def test_records_whatever_their_arguments_hold_are_read_back_from_the_jour
     (recovered,) = [records for _, records in later.orphans()]
     assert recovered == [plain, huge]
     later.close(drained=True)
+
+
+def test_a_journal_line_is_byte_for_byte_what_the_records_own_dump_writes() -> None:
+    from datetime import date, timedelta, timezone
+    from decimal import Decimal
+
+    from forecourt.gateway.audit_journal import _line
+
+    plus_two = timezone(timedelta(hours=2))
+    for when in (datetime(2026, 3, 2, 9, 30, 0, 123456, tzinfo=UTC), datetime(2026, 3, 2, 9, 30, tzinfo=plus_two)):
+        for args in ({"at": when, "ratio": float("nan")}, {"day": date(2026, 3, 2)}, {"price": Decimal("9.99")}):
+            record = _record(1).model_copy(update={"args_redacted": args, "occurred_at": when})
+            assert _line(record) == record.model_dump_json().encode() + b"\n"

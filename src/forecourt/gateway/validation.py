@@ -129,7 +129,7 @@ class _Lift:
 _NOTHING = _Lift()
 _LIFTS: dict[int, tuple[Mapping[str, Any], _Lift]] = {}  # by schema identity (an action's schema lives as long)
 _LIFTS_KEPT = 4096
-_MAX_DEPTH = 32
+_MAX_DEPTH = 256  # deeper than any JSON a front door accepts (FORECOURT_MAX_JSON_DEPTH)
 
 
 def _lift_of(schema: Mapping[str, Any]) -> _Lift:

@@ -73,7 +73,7 @@ def _compile(stmt: sa.Insert | sa.Update, dialect: sa.Dialect, keys: list[str]) 
 
 # INSERT ... ON CONFLICT DO NOTHING per engine's dialect, table and columns: the audit writer's batches skip the
 # compiler. Keyed weakly by the dialect, so an engine disposed of takes its statements with it.
-_IGNORING_INSERTS: weakref.WeakKeyDictionary[sa.Dialect, dict[tuple[str, tuple[str, ...]], _Compiled]] = (
+_IGNORING_INSERTS: weakref.WeakKeyDictionary[sa.Dialect, dict[tuple[sa.Table, tuple[str, ...]], _Compiled]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -164,9 +164,9 @@ class TxContext:
             return
         keys = tuple(rows[0])
         known = _IGNORING_INSERTS.setdefault(conn.dialect, {})
-        compiled = known.get((table.name, keys))
+        compiled = known.get((table, keys))
         if compiled is None:
-            compiled = known[(table.name, keys)] = _compile(
+            compiled = known[(table, keys)] = _compile(
                 dialect_insert(table).on_conflict_do_nothing(), conn.dialect, list(keys)
             )
         await self._execute_compiled(conn, compiled, rows)

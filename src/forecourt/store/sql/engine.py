@@ -41,18 +41,6 @@ def json_loads(text: str | bytes) -> Any:
         return json.loads(text)
 
 
-def json_dumps(value: Any) -> str:
-    """JSON columns written with orjson (compact, UTF-8); the standard library for what orjson refuses.
-
-    orjson refuses lone surrogates and integers past 64 bits, which the standard library writes (escaped / as
-    digits); keys that are not strings are written as strings by both.
-    """
-    try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-    except TypeError:
-        return json.dumps(value)
-
-
 def create_engine(database_url: str, *, pool_size: int = 10, echo: bool = False) -> AsyncEngine:
     """An async engine for ``sqlite+aiosqlite:///path`` or ``postgresql+asyncpg://...``.
 
@@ -75,14 +63,13 @@ def create_engine(database_url: str, *, pool_size: int = 10, echo: bool = False)
         max_overflow=pool_size,
         pool_pre_ping=True,
         echo=echo,
-        json_serializer=json_dumps,
         json_deserializer=json_loads,
     )
 
 
 def _sqlite_engine(database_url: str, *, echo: bool) -> AsyncEngine:
     path = sqlite_file_path(database_url)
-    kwargs: dict[str, Any] = {"echo": echo, "json_serializer": json_dumps, "json_deserializer": json_loads}
+    kwargs: dict[str, Any] = {"echo": echo, "json_deserializer": json_loads}
     if path is None:
         kwargs["poolclass"] = StaticPool
     else:

@@ -74,7 +74,6 @@ ANONYMOUS_METHODS = frozenset(
     }
 )
 _MAX_PEEK = 1_048_576
-_USERS_KEPT = 1024  # principals whose SDK view is remembered (beyond it the memo starts again)
 
 
 @dataclass(frozen=True)
@@ -215,8 +214,6 @@ class McpHttpGuard:
         self.metadata_url = f"{self.base}{PRM_PATH}"
         self.surface: Any = None
         self.direct: Any = None
-        # The SDK's view of each recent principal (an API key's principal is the same object call after call).
-        self._users: dict[int, tuple[Principal, str | None, AuthenticatedUser, AuthCredentials]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -268,25 +265,14 @@ class McpHttpGuard:
             logger.exception("authentication failed unexpectedly on the MCP surface")
             await send_json(send, 500, jsonrpc_error(None, InternalError()))
             return
-        user, auth = self._user(principal, credentials)
+        user = AuthenticatedUser(access_token_for(principal, credentials))
         caller = Caller(principal, credentials, "mcp", _header(scope, b"mcp-session-id"), _names(scope))
-        inner = {**scope, "user": user, "auth": auth, CALLER_KEY: caller}
+        inner = {**scope, "user": user, "auth": AuthCredentials(sorted(principal.scopes)), CALLER_KEY: caller}
         token = auth_context_var.set(user)
         try:
             await self.app(inner, receive, send)
         finally:
             auth_context_var.reset(token)
-
-    def _user(self, principal: Principal, credentials: Credentials) -> tuple[AuthenticatedUser, AuthCredentials]:
-        known = self._users.get(id(principal))
-        if known is not None and known[0] is principal and known[1] == credentials.bearer:
-            return known[2], known[3]
-        user = AuthenticatedUser(access_token_for(principal, credentials))
-        auth = AuthCredentials(sorted(principal.scopes))
-        if len(self._users) >= _USERS_KEPT:
-            self._users.clear()
-        self._users[id(principal)] = (principal, credentials.bearer, user, auth)
-        return user, auth
 
     async def _anonymous(self, scope: Scope, receive: Receive, send: Send, credentials: Credentials) -> None:
         body: dict[str, Any] | None = None
