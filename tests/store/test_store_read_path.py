@@ -110,6 +110,52 @@ async def test_a_sqlite_read_unit_of_work_refuses_to_write(file_store: SqlStore)
         assert (await uow.inventory.search(_query())).total == 0
 
 
+async def test_a_kept_read_connection_starts_each_read_on_a_fresh_snapshot(file_store: SqlStore) -> None:
+    # Reads one after another reuse one kept connection: each must end its transaction, or the next would
+    # still see the snapshot of the first.
+    seen = []
+    for n in (1, 2, 3):
+        async with file_store.transaction() as uow:
+            await uow.inventory.upsert(vehicle(n))
+        async with file_store.read() as reader:
+            assert isinstance(reader, SqlUnitOfWork) and isinstance(reader.connection, InlineConnection)
+            seen.append((id(reader.connection.dbapi_connection), (await reader.inventory.search(_query())).total))
+            assert reader.connection.dbapi_connection.in_transaction
+    assert [total for _, total in seen] == [1, 2, 3]
+    assert len({conn for conn, _ in seen}) == 1
+
+
+async def test_a_read_through_sqlalchemy_joins_the_read_transaction_and_ends_with_it(file_store: SqlStore) -> None:
+    async with file_store.transaction() as uow:
+        await uow.inventory.upsert(vehicle(1))
+    async with file_store.read() as reader:
+        assert isinstance(reader, SqlUnitOfWork) and isinstance(reader.connection, InlineConnection)
+        async with file_store.transaction() as writer:  # committed while the read's snapshot is open
+            await writer.inventory.upsert(vehicle(2))
+        await reader.inventory.search(_query())  # fixes the snapshot: two vehicles
+        counted = await reader.connection.scalar(sa.select(sa.func.count()).select_from(vehicles))
+        connection = reader.connection
+    assert counted == 2
+    assert not connection.sync_connection.in_transaction()
+    assert not connection.dbapi_connection.in_transaction
+
+
+async def test_reads_open_at_once_each_get_a_connection_and_a_failed_read_leaves_none_open(
+    file_store: SqlStore,
+) -> None:
+    async with file_store.read() as first, file_store.read() as second:
+        assert isinstance(first, SqlUnitOfWork) and isinstance(second, SqlUnitOfWork)
+        assert isinstance(first.connection, InlineConnection) and isinstance(second.connection, InlineConnection)
+        assert first.connection.dbapi_connection is not second.connection.dbapi_connection
+    with pytest.raises(OperationalError):
+        async with file_store.read() as failed:
+            assert isinstance(failed, SqlUnitOfWork) and isinstance(failed.connection, InlineConnection)
+            kept = failed.connection
+            await failed.connection.execute(sa.text("SELECT * FROM no_such_table"))
+    assert not kept.dbapi_connection.in_transaction
+    assert not kept.sync_connection.in_transaction()
+
+
 async def test_in_memory_sqlite_and_opted_out_stores_keep_async_reads(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'other.db'}"
     await upgrade_async(url)

@@ -445,18 +445,28 @@ class CrmMailRepository(Protocol):
 class UnitOfWork(Protocol):
     """Repositories sharing one transaction; committed on clean exit, rolled back on error."""
 
-    tenancy: TenancyRepository
-    inventory: InventoryRepository
-    customers: CustomerRepository
-    consent: ConsentRepository
-    leads: LeadRepository
-    service: ServiceRepository
-    outbox: OutboxRepository
-    audit: AuditRepository
-    deliveries: DeliveryRepository
-    feeds: FeedSourceRepository
-    crm_mail: CrmMailRepository
-
+    @property
+    def tenancy(self) -> TenancyRepository: ...
+    @property
+    def inventory(self) -> InventoryRepository: ...
+    @property
+    def customers(self) -> CustomerRepository: ...
+    @property
+    def consent(self) -> ConsentRepository: ...
+    @property
+    def leads(self) -> LeadRepository: ...
+    @property
+    def service(self) -> ServiceRepository: ...
+    @property
+    def outbox(self) -> OutboxRepository: ...
+    @property
+    def audit(self) -> AuditRepository: ...
+    @property
+    def deliveries(self) -> DeliveryRepository: ...
+    @property
+    def feeds(self) -> FeedSourceRepository: ...
+    @property
+    def crm_mail(self) -> CrmMailRepository: ...
     @property
     def vectors(self) -> VectorRepository: ...
 

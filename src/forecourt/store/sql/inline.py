@@ -9,7 +9,10 @@ their statements synchronously on the loop's thread, on a connection of their ow
 
 - WAL mode lets readers proceed while a writer holds the write lock, so a read never waits for the
   writers (the async engine keeps serving writes on its driver thread, with ``BEGIN IMMEDIATE``);
-- each read unit of work is one deferred transaction (one snapshot for the page and its count);
+- each read unit of work is one deferred transaction (one snapshot for the page and its count), begun and
+  ended straight on the driver: :class:`InlineReads` keeps its connections checked out of the read engine
+  for good, so a read costs neither a pool checkout nor SQLAlchemy's transaction bookkeeping (a statement
+  that does go through SQLAlchemy joins the open transaction: the ``begin`` hook sees it is already open);
 - the pool never blocks (``max_overflow=-1``): a read unit of work that is open across an ``await``
   takes another connection instead of waiting for one only this thread could release;
 - a short busy timeout bounds the rare case where SQLite makes a reader wait (WAL recovery).
@@ -36,9 +39,14 @@ READ_POOL_SIZE = 8
 class InlineConnection:
     """The part of :class:`~sqlalchemy.ext.asyncio.AsyncConnection` the repositories use, run synchronously."""
 
-    def __init__(self, sync_connection: sa.Connection) -> None:
+    __slots__ = ("dbapi_connection", "dialect", "sync_connection")
+
+    def __init__(self, sync_connection: sa.Connection, dbapi_connection: Any = None) -> None:
         self.sync_connection = sync_connection
         self.dialect = sync_connection.dialect
+        self.dbapi_connection = (
+            dbapi_connection if dbapi_connection is not None else sync_connection.connection.dbapi_connection
+        )
 
     @property
     def info(self) -> dict[Any, Any]:
@@ -55,7 +63,68 @@ class InlineConnection:
 
     def driver_rows(self, statement: DriverStatement) -> list[Any]:
         """The driver's rows of a prepared statement, in this unit of work's transaction (see :mod:`.prepared`)."""
-        return run_on_driver(self.sync_connection.connection.dbapi_connection, self.dialect, statement)
+        return run_on_driver(self.dbapi_connection, self.dialect, statement)
+
+
+class InlineReads:
+    """Read connections of an inline read engine, each a SQLAlchemy connection kept checked out for good.
+
+    :meth:`begin` hands one out with a deferred transaction begun on the driver; :meth:`end` commits (or
+    rolls back) that transaction, through SQLAlchemy when a statement made SQLAlchemy start its own view of
+    it, else on the driver, and keeps the connection for the next read. The list is touched only by
+    ``pop``/``append`` (atomic), and a connection is used by one unit of work at a time; when none is idle a
+    new one is opened (reads never wait for each other), and at most ``keep`` are kept.
+    """
+
+    def __init__(self, engine: sa.Engine, keep: int = READ_POOL_SIZE) -> None:
+        self.engine = engine
+        self._keep = keep
+        self._idle: list[tuple[sa.Connection, Any]] = []
+
+    def begin(self) -> tuple[sa.Connection, Any]:
+        """A connection and its driver connection, in a new deferred transaction."""
+        try:
+            conn, dbapi = self._idle.pop()
+        except IndexError:
+            conn = self.engine.connect()
+            dbapi = conn.connection.dbapi_connection
+        try:
+            dbapi.execute("BEGIN")
+        except BaseException:
+            self._discard(conn)
+            raise
+        return conn, dbapi
+
+    def end(self, conn: sa.Connection, dbapi: Any, *, commit: bool) -> None:
+        """End the transaction :meth:`begin` started and keep ``conn`` for another read."""
+        try:
+            if conn.in_transaction():
+                if commit:
+                    conn.commit()
+                else:
+                    conn.rollback()
+            elif dbapi.in_transaction:
+                dbapi.execute("COMMIT" if commit else "ROLLBACK")
+        except BaseException:
+            self._discard(conn)
+            raise
+        if conn.invalidated or len(self._idle) >= self._keep:
+            conn.close()
+        else:
+            self._idle.append((conn, dbapi))
+
+    def _discard(self, conn: sa.Connection) -> None:
+        try:
+            conn.invalidate()
+        finally:
+            conn.close()
+
+    def dispose(self) -> None:
+        """Close the kept connections and the engine's pool."""
+        while self._idle:
+            conn, _ = self._idle.pop()
+            conn.close()
+        self.engine.dispose()
 
 
 def inline_read_engine(engine: AsyncEngine) -> sa.Engine | None:
@@ -88,7 +157,9 @@ def inline_read_engine(engine: AsyncEngine) -> sa.Engine | None:
     @event.listens_for(read_engine, "begin")
     def _on_begin(conn: Any) -> None:
         # Deferred: a read snapshot, never the write lock. Straight to the driver: nothing of SQLAlchemy's
-        # statement machinery is needed for BEGIN (about a tenth of a small search's SQLAlchemy time).
-        conn.connection.dbapi_connection.execute("BEGIN")
+        # statement machinery is needed for BEGIN. A unit of work from InlineReads has begun it already.
+        dbapi = conn.connection.dbapi_connection
+        if not dbapi.in_transaction:
+            dbapi.execute("BEGIN")
 
     return read_engine

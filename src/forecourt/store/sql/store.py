@@ -38,7 +38,7 @@ from forecourt.store.sql.bulk import bulk_load
 from forecourt.store.sql.context import TxContext
 from forecourt.store.sql.engine import READ_ONLY_KEY
 from forecourt.store.sql.feeds import SqlCrmMailRepository, SqlFeedSourceRepository
-from forecourt.store.sql.inline import InlineConnection, inline_read_engine
+from forecourt.store.sql.inline import InlineConnection, InlineReads, inline_read_engine
 from forecourt.store.sql.inventory import SqlInventoryRepository
 from forecourt.store.sql.knowledge import SqlKnowledgeRepository
 from forecourt.store.sql.named_queries import SqlNamedQueryRepository
@@ -62,22 +62,65 @@ class SqlUnitOfWork:
     """Every repository, bound to one open transaction (implements :class:`~forecourt.store.base.UnitOfWork`)."""
 
     def __init__(self, conn: AsyncConnection | InlineConnection) -> None:
-        ctx = TxContext(conn)
-        self._ctx = ctx
+        self._ctx = TxContext(conn)
         self.connection = conn
-        self.tenancy: TenancyRepository = SqlTenancyRepository(ctx)
-        self.inventory: InventoryRepository = SqlInventoryRepository(ctx)
-        self.customers: CustomerRepository = SqlCustomerRepository(ctx)
-        self.consent: ConsentRepository = SqlConsentRepository(ctx)
-        self.leads: LeadRepository = SqlLeadRepository(ctx)
-        self.service: ServiceRepository = SqlServiceRepository(ctx)
-        self.outbox: OutboxRepository = SqlOutboxRepository(ctx)
-        self.audit: AuditRepository = SqlAuditRepository(ctx)
-        self.deliveries: DeliveryRepository = SqlDeliveryRepository(ctx)
-        self.feeds: FeedSourceRepository = SqlFeedSourceRepository(ctx)
-        self.crm_mail: CrmMailRepository = SqlCrmMailRepository(ctx)
 
-    # The feature repositories below are built on first use: most units of work never touch them.
+    # Every repository is built on first use: a unit of work touches one or two of them.
+
+    @cached_property
+    def tenancy(self) -> TenancyRepository:
+        """Profiles, companies, dealerships, members and their credentials."""
+        return SqlTenancyRepository(self._ctx)
+
+    @cached_property
+    def inventory(self) -> InventoryRepository:
+        """Vehicles: search, get, upsert."""
+        return SqlInventoryRepository(self._ctx)
+
+    @cached_property
+    def customers(self) -> CustomerRepository:
+        """Customers of a dealership."""
+        return SqlCustomerRepository(self._ctx)
+
+    @cached_property
+    def consent(self) -> ConsentRepository:
+        """Consent records."""
+        return SqlConsentRepository(self._ctx)
+
+    @cached_property
+    def leads(self) -> LeadRepository:
+        """Leads."""
+        return SqlLeadRepository(self._ctx)
+
+    @cached_property
+    def service(self) -> ServiceRepository:
+        """Repair orders and service slots."""
+        return SqlServiceRepository(self._ctx)
+
+    @cached_property
+    def outbox(self) -> OutboxRepository:
+        """The change-event outbox."""
+        return SqlOutboxRepository(self._ctx)
+
+    @cached_property
+    def audit(self) -> AuditRepository:
+        """Audit records."""
+        return SqlAuditRepository(self._ctx)
+
+    @cached_property
+    def deliveries(self) -> DeliveryRepository:
+        """Outbound deliveries (CRM, push)."""
+        return SqlDeliveryRepository(self._ctx)
+
+    @cached_property
+    def feeds(self) -> FeedSourceRepository:
+        """Scheduled inventory feed sources."""
+        return SqlFeedSourceRepository(self._ctx)
+
+    @cached_property
+    def crm_mail(self) -> CrmMailRepository:
+        """CRM mail deliveries."""
+        return SqlCrmMailRepository(self._ctx)
 
     @cached_property
     def vectors(self) -> VectorRepository:
@@ -110,6 +153,22 @@ class SqlUnitOfWork:
         return SqlAapRecordRepository(self._ctx)
 
 
+class _InlineRead:
+    """A read unit of work on the calling thread (see :mod:`forecourt.store.sql.inline`)."""
+
+    __slots__ = ("_conn", "_dbapi", "_reads")
+
+    def __init__(self, reads: InlineReads) -> None:
+        self._reads = reads
+
+    async def __aenter__(self) -> UnitOfWork:
+        self._conn, self._dbapi = self._reads.begin()
+        return SqlUnitOfWork(InlineConnection(self._conn, self._dbapi))
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        self._reads.end(self._conn, self._dbapi, commit=exc_type is None)
+
+
 class SqlStore:
     """:class:`~forecourt.store.base.Store` on an async SQLAlchemy engine (SQLite or PostgreSQL).
 
@@ -123,6 +182,7 @@ class SqlStore:
         self.engine = engine
         # SQLite files: read units of work run on the calling thread (see forecourt.store.sql.inline).
         self.read_engine = inline_read_engine(engine) if inline_reads else None
+        self._inline = InlineReads(self.read_engine) if self.read_engine is not None else None
 
     def transaction(self) -> AbstractAsyncContextManager[UnitOfWork]:
         """A unit of work: committed when the block exits cleanly, rolled back when it raises."""
@@ -144,14 +204,12 @@ class SqlStore:
 
     def read(self) -> AbstractAsyncContextManager[UnitOfWork]:
         """A unit of work for reads only: on SQLite it does not take the write lock, so it never waits for writers."""
+        if self._inline is not None:
+            return _InlineRead(self._inline)
         return self._read()
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[UnitOfWork]:
-        if self.read_engine is not None:
-            with self.read_engine.connect() as sync_conn, sync_conn.begin():
-                yield SqlUnitOfWork(InlineConnection(sync_conn))
-            return
         async with self.engine.connect() as conn:
             info = (await conn.get_raw_connection()).info
             info[READ_ONLY_KEY] = True
@@ -192,6 +250,6 @@ class SqlStore:
 
     async def close(self) -> None:
         """Close every pooled connection."""
-        if self.read_engine is not None:
-            self.read_engine.dispose()
+        if self._inline is not None:
+            self._inline.dispose()
         await self.engine.dispose()
