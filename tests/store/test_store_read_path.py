@@ -110,6 +110,12 @@ async def test_a_sqlite_read_unit_of_work_refuses_to_write(file_store: SqlStore)
         assert (await uow.inventory.search(_query())).total == 0
 
 
+def _inline(uow: object) -> InlineConnection:
+    assert isinstance(uow, SqlUnitOfWork)
+    assert isinstance(uow.connection, InlineConnection)
+    return uow.connection
+
+
 async def test_a_kept_read_connection_starts_each_read_on_a_fresh_snapshot(file_store: SqlStore) -> None:
     # Reads one after another reuse one kept connection: each must end its transaction, or the next would
     # still see the snapshot of the first.
@@ -118,9 +124,9 @@ async def test_a_kept_read_connection_starts_each_read_on_a_fresh_snapshot(file_
         async with file_store.transaction() as uow:
             await uow.inventory.upsert(vehicle(n))
         async with file_store.read() as reader:
-            assert isinstance(reader, SqlUnitOfWork) and isinstance(reader.connection, InlineConnection)
-            seen.append((id(reader.connection.dbapi_connection), (await reader.inventory.search(_query())).total))
-            assert reader.connection.dbapi_connection.in_transaction
+            connection = _inline(reader)
+            seen.append((id(connection.dbapi_connection), (await reader.inventory.search(_query())).total))
+            assert connection.dbapi_connection.in_transaction
     assert [total for _, total in seen] == [1, 2, 3]
     assert len({conn for conn, _ in seen}) == 1
 
@@ -129,31 +135,34 @@ async def test_a_read_through_sqlalchemy_joins_the_read_transaction_and_ends_wit
     async with file_store.transaction() as uow:
         await uow.inventory.upsert(vehicle(1))
     async with file_store.read() as reader:
-        assert isinstance(reader, SqlUnitOfWork) and isinstance(reader.connection, InlineConnection)
+        connection = _inline(reader)
         async with file_store.transaction() as writer:  # committed while the read's snapshot is open
             await writer.inventory.upsert(vehicle(2))
         await reader.inventory.search(_query())  # fixes the snapshot: two vehicles
-        counted = await reader.connection.scalar(sa.select(sa.func.count()).select_from(vehicles))
-        connection = reader.connection
+        counted = await connection.scalar(sa.select(sa.func.count()).select_from(vehicles))
     assert counted == 2
     assert not connection.sync_connection.in_transaction()
     assert not connection.dbapi_connection.in_transaction
+
+
+async def _failing_read(store: SqlStore) -> InlineConnection:
+    async with store.read() as failed:
+        kept = _inline(failed)
+        await kept.execute(sa.text("SELECT * FROM no_such_table"))
+    return kept
 
 
 async def test_reads_open_at_once_each_get_a_connection_and_a_failed_read_leaves_none_open(
     file_store: SqlStore,
 ) -> None:
     async with file_store.read() as first, file_store.read() as second:
-        assert isinstance(first, SqlUnitOfWork) and isinstance(second, SqlUnitOfWork)
-        assert isinstance(first.connection, InlineConnection) and isinstance(second.connection, InlineConnection)
-        assert first.connection.dbapi_connection is not second.connection.dbapi_connection
+        assert _inline(first).dbapi_connection is not _inline(second).dbapi_connection
     with pytest.raises(OperationalError):
-        async with file_store.read() as failed:
-            assert isinstance(failed, SqlUnitOfWork) and isinstance(failed.connection, InlineConnection)
-            kept = failed.connection
-            await failed.connection.execute(sa.text("SELECT * FROM no_such_table"))
-    assert not kept.dbapi_connection.in_transaction
-    assert not kept.sync_connection.in_transaction()
+        await _failing_read(file_store)
+    async with file_store.read() as after:  # the failed read's connection, its transaction rolled back
+        assert (await after.inventory.search(_query())).total == 0
+    for connection, _ in file_store._inline._idle if file_store._inline else ():
+        assert not connection.in_transaction()
 
 
 async def test_in_memory_sqlite_and_opted_out_stores_keep_async_reads(tmp_path: Path) -> None:
