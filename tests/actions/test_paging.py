@@ -98,3 +98,52 @@ def test_a_limit_outside_one_to_the_maximum_is_invalid_params(limit: object) -> 
     with pytest.raises(InvalidParams) as info:
         paging.open_page(SETTINGS, "leads.list", "d1", {"limit": limit}, now=NOW)
     assert info.value.code == "invalid_params"
+
+
+def test_a_cursor_in_the_earlier_encoding_still_resumes_its_query() -> None:
+    # Cursors issued before an upgrade (the standard library's JSON, the HMAC object) resume after it.
+    import base64
+    import hashlib
+    import hmac
+    import json
+
+    key = paging.query_key("leads.list", "d1", {"status": ["new"]})
+    body = json.dumps({"o": 40, "f": key, "e": int(NOW.timestamp()) + 3600}, separators=(",", ":")).encode()
+    sig = hmac.new(b"test-cursor-secret", body, hashlib.sha256).digest()[:16]
+    cursor = base64.urlsafe_b64encode(body + sig).decode().rstrip("=")
+    page = paging.open_page(SETTINGS, "leads.list", "d1", {"status": ["new"], "cursor": cursor}, now=NOW)
+    assert page.offset == 40
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"status": ["new", "won"]},
+        {"status": ["won", "new"]},
+        {"year_min": 1},
+        {"year_min": 1.0},
+        {"year_min": True},
+        {"sort": {"field": "price", "order": "asc"}},
+        {"sort": [["field", "price"], ["order", "asc"]]},
+        {"query": None, "make": ["Toyota"]},
+        {"make": "Toyota"},
+    ],
+)
+def test_a_query_key_asked_again_is_the_key_computed_afresh(params: dict[str, object]) -> None:
+    from forecourt.domain.cursor import query_fingerprint
+
+    fresh = query_fingerprint("inventory.search|d1", paging.normalise_params(params))
+    assert paging.query_key("inventory.search", "d1", params) == fresh
+    assert paging.query_key("inventory.search", "d1", params) == fresh  # remembered
+    assert paging.query_key("inventory.search", "d2", params) != fresh
+
+
+def test_frozen_payloads_are_equal_only_for_equal_payloads() -> None:
+    shapes = [1, 1.0, True, "1", [1], (1,), {"a": 1}, [["a", 1]], None, [], {}]
+    frozen = [paging.frozen(shape) for shape in shapes]
+    assert frozen[4] == frozen[5]  # a list and a tuple are the same JSON
+    distinct = frozen[:4] + frozen[5:]
+    assert len(set(distinct)) == len(distinct)
+    assert paging.frozen({"b": [1, 2], "a": "x"}) == paging.frozen({"a": "x", "b": [1, 2]})
+    assert paging.frozen({"a": object()}) is None
+    assert paging.frozen({1: "not a JSON key"}) is None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -25,7 +25,7 @@ from forecourt.actions.common import (
     require_dealership,
     result,
 )
-from forecourt.actions.paging import next_cursor, open_page, page_output
+from forecourt.actions.paging import frozen, next_cursor, open_page, page_output
 from forecourt.actions.representations import (
     CARD_REPRESENTATIONS,
     VEHICLE_REPRESENTATIONS,
@@ -185,6 +185,28 @@ def build_query(dealership_id: str, payload: Mapping[str, Any], *, offset: int =
     )
 
 
+_QUERIES: dict[tuple[str, Hashable, int, int], InventoryQuery] = {}  # by dealership, frozen payload, offset, limit
+_QUERIES_KEPT = 4096
+
+
+def _search_query(dealership_id: str, payload: Mapping[str, Any], offset: int, limit: int) -> InventoryQuery:
+    """:func:`build_query`, remembered for a payload asked again (an agent paging, the same search repeated).
+
+    The same (immutable) query each time also makes the store's prepared-statement lookup an identity match.
+    """
+    memo = frozen({k: v for k, v in payload.items() if k != "cursor"})  # the offset stands for the cursor
+    if memo is None:
+        return build_query(dealership_id, payload, offset=offset, limit=limit)
+    key = (dealership_id, memo, offset, limit)
+    query = _QUERIES.get(key)
+    if query is None:
+        query = build_query(dealership_id, payload, offset=offset, limit=limit)
+        if len(_QUERIES) >= _QUERIES_KEPT:
+            _QUERIES.clear()
+        _QUERIES[key] = query
+    return query
+
+
 async def dealer_information(payload: Mapping[str, Any], ctx: ExecutionContext) -> AdapterResult:
     """The dealership profile."""
     dealership_id = require_dealership(ctx)
@@ -199,7 +221,7 @@ async def inventory_search(payload: Mapping[str, Any], ctx: ExecutionContext) ->
     """One page of matching vehicles."""
     dealership_id = require_dealership(ctx)
     page = open_page(ctx.settings, ctx.action.name, dealership_id, payload, now=ctx.now)
-    query = build_query(dealership_id, payload, offset=page.offset, limit=page.limit)
+    query = _search_query(dealership_id, payload, page.offset, page.limit)
     async with ctx.store.transaction() as uow:
         if payload.get("view") == "compact":
             cards = await uow.inventory.search_cards(query)

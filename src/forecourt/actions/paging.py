@@ -8,7 +8,7 @@ expiry (see :class:`~forecourt.domain.cursor.CursorCodec`): no filter values, so
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,9 +20,18 @@ from forecourt.settings import Settings
 _PAGING_KEYS = frozenset({"cursor", "limit", "offset", "dealership_id", "view"})  # view: how items are shown
 
 
+_CODECS: dict[str, CursorCodec] = {}  # by secret: one or two per process
+
+
 def cursor_codec(settings: Settings) -> CursorCodec:
     """The codec every replica shares, keyed by ``settings.cursor_secret``."""
-    return CursorCodec(settings.cursor_secret.get_secret_value().encode())
+    secret = settings.cursor_secret.get_secret_value()
+    codec = _CODECS.get(secret)
+    if codec is None:
+        if len(_CODECS) >= 8:
+            _CODECS.clear()
+        codec = _CODECS[secret] = CursorCodec(secret.encode())
+    return codec
 
 
 def _normalise(value: Any) -> Any:
@@ -41,9 +50,43 @@ def normalise_params(params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _normalise(v) for k, v in sorted(params.items()) if k not in _PAGING_KEYS and v is not None}
 
 
+def frozen(value: Any) -> Hashable | None:
+    """``value`` (a JSON-like payload) as a hashable equal only for equal payloads; ``None`` for anything else.
+
+    Lists become tuples tagged apart from objects, objects sorted tuples of pairs; a type is kept with each
+    scalar so that ``1``, ``1.0`` and ``True`` stay apart (they would collide as dictionary keys).
+    """
+    if isinstance(value, str | int | float | bool) or value is None:
+        return (type(value), value)
+    if isinstance(value, list | tuple):
+        items = [frozen(v) for v in value]
+        return None if any(i is None for i in items) else ("[", *items)
+    if isinstance(value, Mapping):
+        pairs = []
+        for key in sorted(value) if all(isinstance(k, str) for k in value) else ():
+            item = frozen(value[key])
+            if item is None:
+                return None
+            pairs.append((key, item))
+        return ("{", *pairs) if len(pairs) == len(value) else None
+    return None
+
+
+_KEYS: dict[tuple[str, str | None, Hashable], str] = {}  # query keys by their payload's frozen form
+_KEYS_KEPT = 4096
+
+
 def query_key(action: str, dealership_id: str | None, params: Mapping[str, Any]) -> str:
     """The digest a cursor is bound to: action, dealership and normalised query parameters."""
-    return query_fingerprint(f"{action}|{dealership_id or '-'}", normalise_params(params))
+    memo = frozen({k: v for k, v in params.items() if k not in _PAGING_KEYS})
+    if memo is not None and (found := _KEYS.get((action, dealership_id, memo))) is not None:
+        return found
+    key = query_fingerprint(f"{action}|{dealership_id or '-'}", normalise_params(params))
+    if memo is not None:
+        if len(_KEYS) >= _KEYS_KEPT:
+            _KEYS.clear()
+        _KEYS[(action, dealership_id, memo)] = key
+    return key
 
 
 def page_limit(settings: Settings, requested: Any) -> int:

@@ -14,15 +14,20 @@ import json
 import time
 from typing import Any
 
+import orjson
+
 from forecourt.errors import InvalidCursor
 
 _TTL_S = 24 * 3600
+# Built once: ``json.dumps`` with options builds an encoder on every call. The digest's bytes must not change
+# (a cursor issued before an upgrade names its query by them).
+_FINGERPRINT_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 
 
 def query_fingerprint(scope: str, params: dict[str, Any]) -> str:
     """A short digest of a query's scope and parameters, with paging keys removed."""
     clean = {k: v for k, v in params.items() if k not in ("cursor", "limit", "offset")}
-    raw = json.dumps([scope, clean], sort_keys=True, separators=(",", ":"), default=str)
+    raw = _FINGERPRINT_JSON.encode([scope, clean])
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
@@ -36,8 +41,8 @@ class CursorCodec:
     def encode(self, offset: int, fingerprint: str, *, now: float | None = None) -> str:
         """A cursor for ``offset`` in the query identified by ``fingerprint``."""
         exp = int((now if now is not None else time.time()) + self._ttl_s)
-        body = json.dumps({"o": offset, "f": fingerprint, "e": exp}, separators=(",", ":")).encode()
-        sig = hmac.new(self._secret, body, hashlib.sha256).digest()[:16]
+        body = orjson.dumps({"o": offset, "f": fingerprint, "e": exp})
+        sig = hmac.digest(self._secret, body, "sha256")[:16]
         return base64.urlsafe_b64encode(body + sig).decode().rstrip("=")
 
     def decode(self, cursor: str, fingerprint: str, *, now: float | None = None) -> int:
@@ -47,10 +52,15 @@ class CursorCodec:
         except (ValueError, TypeError) as exc:
             raise InvalidCursor() from exc
         body, sig = raw[:-16], raw[-16:]
-        expected = hmac.new(self._secret, body, hashlib.sha256).digest()[:16]
+        expected = hmac.digest(self._secret, body, "sha256")[:16]
         if len(raw) <= 16 or not hmac.compare_digest(sig, expected):
             raise InvalidCursor()
-        data = json.loads(body)
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise InvalidCursor() from exc
+        if not isinstance(data, dict):
+            raise InvalidCursor()
         if data.get("f") != fingerprint:
             raise InvalidCursor("The cursor belongs to a different query.")
         if int(data.get("e", 0)) < (now if now is not None else time.time()):

@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
@@ -58,6 +57,28 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+R = TypeVar("R")
+
+
+class _built_on_first_use(Generic[R]):  # noqa: N801 - used like functools.cached_property
+    """``functools.cached_property`` without its lock (Python 3.11 takes one on every first use)."""
+
+    def __init__(self, build: Callable[[Any], R]) -> None:
+        self._build = build
+        self._name = build.__name__
+        self.__doc__ = build.__doc__
+
+    @overload
+    def __get__(self, instance: None, owner: type[Any]) -> _built_on_first_use[R]: ...
+    @overload
+    def __get__(self, instance: object, owner: type[Any]) -> R: ...
+    def __get__(self, instance: object | None, owner: type[Any]) -> R | _built_on_first_use[R]:
+        if instance is None:
+            return self
+        value = instance.__dict__[self._name] = self._build(instance)  # the instance attribute wins from now on
+        return value
+
+
 class SqlUnitOfWork:
     """Every repository, bound to one open transaction (implements :class:`~forecourt.store.base.UnitOfWork`)."""
 
@@ -67,87 +88,87 @@ class SqlUnitOfWork:
 
     # Every repository is built on first use: a unit of work touches one or two of them.
 
-    @cached_property
+    @_built_on_first_use
     def tenancy(self) -> TenancyRepository:
         """Profiles, companies, dealerships, members and their credentials."""
         return SqlTenancyRepository(self._ctx)
 
-    @cached_property
+    @_built_on_first_use
     def inventory(self) -> InventoryRepository:
         """Vehicles: search, get, upsert."""
         return SqlInventoryRepository(self._ctx)
 
-    @cached_property
+    @_built_on_first_use
     def customers(self) -> CustomerRepository:
         """Customers of a dealership."""
         return SqlCustomerRepository(self._ctx)
 
-    @cached_property
+    @_built_on_first_use
     def consent(self) -> ConsentRepository:
         """Consent records."""
         return SqlConsentRepository(self._ctx)
 
-    @cached_property
+    @_built_on_first_use
     def leads(self) -> LeadRepository:
         """Leads."""
         return SqlLeadRepository(self._ctx)
 
-    @cached_property
+    @_built_on_first_use
     def service(self) -> ServiceRepository:
         """Repair orders and service slots."""
         return SqlServiceRepository(self._ctx)
 
-    @cached_property
+    @_built_on_first_use
     def outbox(self) -> OutboxRepository:
         """The change-event outbox."""
         return SqlOutboxRepository(self._ctx)
 
-    @cached_property
+    @_built_on_first_use
     def audit(self) -> AuditRepository:
         """Audit records."""
         return SqlAuditRepository(self._ctx)
 
-    @cached_property
+    @_built_on_first_use
     def deliveries(self) -> DeliveryRepository:
         """Outbound deliveries (CRM, push)."""
         return SqlDeliveryRepository(self._ctx)
 
-    @cached_property
+    @_built_on_first_use
     def feeds(self) -> FeedSourceRepository:
         """Scheduled inventory feed sources."""
         return SqlFeedSourceRepository(self._ctx)
 
-    @cached_property
+    @_built_on_first_use
     def crm_mail(self) -> CrmMailRepository:
         """CRM mail deliveries."""
         return SqlCrmMailRepository(self._ctx)
 
-    @cached_property
+    @_built_on_first_use
     def vectors(self) -> VectorRepository:
         """Stored vectors of ``embedding.create`` (their SQL needs the async driver: not on inline read units)."""
         return SqlVectorRepository(self.connection)  # type: ignore[arg-type]
 
-    @cached_property
+    @_built_on_first_use
     def knowledge(self) -> KnowledgeRepository:
         """Knowledge documents, chunks, vectors and the embedding cache."""
         return SqlKnowledgeRepository(self._ctx)
 
-    @cached_property
+    @_built_on_first_use
     def workflows(self) -> WorkflowRepository:
         """Workflow definitions, runs and rotation counters."""
         return SqlWorkflowRepository(self._ctx)
 
-    @cached_property
+    @_built_on_first_use
     def upstreams(self) -> UpstreamRepository:
         """Upstream MCP server definitions per company."""
         return SqlUpstreamRepository(self._ctx)
 
-    @cached_property
+    @_built_on_first_use
     def named_queries(self) -> NamedQueryRepository:
         """Named query definitions per company, and running them."""
         return SqlNamedQueryRepository(self._ctx)
 
-    @cached_property
+    @_built_on_first_use
     def aap_records(self) -> AapRecordRepository:
         """AAP push subscriptions and outbox cursors."""
         return SqlAapRecordRepository(self._ctx)
