@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
+from forecourt.demo import load_demo
 from forecourt.store import SqlStore, create_engine, upgrade, upgrade_async, upgrade_engine
 from forecourt.store.sql.schema import metadata
 
@@ -78,3 +80,33 @@ async def test_an_in_memory_sqlite_database_can_be_migrated_through_its_engine()
             assert await uow.outbox.last_seq() == 0
     finally:
         await store.close()
+
+
+async def _with_demo_data(url: str) -> None:
+    store = SqlStore(create_engine(url))
+    try:
+        await load_demo(store, vehicles_per_dealership=5)
+    finally:
+        await store.close()
+
+
+def test_an_analysed_sqlite_database_gets_statistics_for_the_default_search_index(tmp_path: Path) -> None:
+    # Statistics for every index but the new one would make the planner prefer it for filtered searches.
+    url = f"sqlite+aiosqlite:///{tmp_path}/analysed.db"
+    upgrade(url, "model_jobs_0002")
+    asyncio.run(_with_demo_data(url))
+    with sa.create_engine(f"sqlite:///{tmp_path}/analysed.db").connect() as conn:
+        conn.exec_driver_sql("ANALYZE")
+        conn.commit()
+    upgrade(url)
+    with sa.create_engine(f"sqlite:///{tmp_path}/analysed.db").connect() as conn:
+        indexes = {row[0] for row in conn.exec_driver_sql("SELECT idx FROM sqlite_stat1 WHERE tbl = 'vehicles'")}
+    assert "ix_vehicles_dealer_id_status" in indexes
+
+
+def test_a_sqlite_database_without_statistics_is_not_analysed_by_an_upgrade(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path}/plain.db"
+    upgrade(url)
+    with sa.create_engine(f"sqlite:///{tmp_path}/plain.db").connect() as conn:
+        tables = {row[0] for row in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "sqlite_stat1" not in tables

@@ -216,6 +216,7 @@ vehicles = sa.Table(
     _ts("sold_at", nullable=True),
     sa.UniqueConstraint("dealership_id", "vin"),
     sa.Index("ix_vehicles_dealer_status_price", "dealership_id", "status", "price_minor"),
+    sa.Index("ix_vehicles_dealer_id_status", "dealership_id", "id", "status"),  # the default search's page
     sa.Index("ix_vehicles_dealer_make_model", "dealership_id", "make_l", "model_l"),
     sa.Index("ix_vehicles_dealer_stock", "dealership_id", "stock_l"),
     sa.Index("ix_vehicles_make_model_year", "make_l", "model_l", "year"),
