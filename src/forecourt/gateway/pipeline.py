@@ -53,7 +53,7 @@ from forecourt.gateway.client_address import ClientAddresses
 from forecourt.gateway.credentials.per_call import call_scope, scope_for
 from forecourt.gateway.errors import StoreUnavailable
 from forecourt.gateway.freshness import ChangeGenerations
-from forecourt.gateway.limits import LimitPlan
+from forecourt.gateway.limits import LimitPlan, RememberedRules
 from forecourt.gateway.number_bounds import check_number_bounds
 from forecourt.gateway.policy import Decision, TenancyCache, decide
 from forecourt.gateway.redact import redact
@@ -123,6 +123,7 @@ class Gateway:
         # Each call's metric series by its labels (prometheus-client's ``labels`` checks and locks every time).
         self._series: dict[tuple[str, str, str, str, int], tuple[Any, Any]] = {}
         self._hit_series: dict[str, Any] = {}
+        self._rules = RememberedRules(_SERIES_KEPT)
         self.in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -354,8 +355,8 @@ class Gateway:
     async def _rate_limit(self, action: Action, principal: Principal, call: CallState) -> RateDecision | None:
         owner = principal.company_id or call.company_id  # an anonymous call counts against the agent's company
         policies = await self.tenancy.policies(owner)
-        rules = list(self.limits.rules_for(action, principal, policies, owner))
-        decisions = await self.rate_limiter.hit_many([(r.key, r.limit, r.window_s) for r in rules])
+        rules, hits = self._rules.rules_for(self.limits, action, principal, policies, owner)
+        decisions = await self.rate_limiter.hit_many(hits)
         tightest: RateDecision | None = None
         for rule, decision in zip(rules, decisions, strict=True):
             if not decision.allowed:
