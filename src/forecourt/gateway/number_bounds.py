@@ -39,12 +39,34 @@ def first_out_of_range(payload: Any) -> str | None:
     return None
 
 
+def _all_in_range(payload: Any) -> bool:
+    """Whether every number in ``payload`` is in range: :func:`first_out_of_range` without building paths."""
+    stack: list[Any] = [payload]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int or kind is float:
+            if not INT64_MIN <= item <= INT64_MAX:
+                return False
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif _out_of_range(item):
+            return False
+    return True
+
+
 def check_number_bounds(payload: Any) -> None:
     """Refuse a payload holding a number no store column can hold.
 
     Raises:
         InvalidParams: With ``details.errors = [{"path": ..., "rule": "range"}]``.
     """
+    if _all_in_range(payload):
+        return
     path = first_out_of_range(payload)
     if path is not None:
         raise InvalidParams(
