@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 from forecourt.actions import paging
+from forecourt.domain.frozen import frozen
 from forecourt.errors import InvalidCursor, InvalidParams
 from forecourt.settings import Settings
 
@@ -140,10 +141,10 @@ def test_a_query_key_asked_again_is_the_key_computed_afresh(params: dict[str, ob
 
 def test_frozen_payloads_are_equal_only_for_equal_payloads() -> None:
     shapes = [1, 1.0, True, "1", [1], (1,), {"a": 1}, [["a", 1]], None, [], {}]
-    frozen = [paging.frozen(shape) for shape in shapes]
-    assert frozen[4] == frozen[5]  # a list and a tuple are the same JSON
-    distinct = frozen[:4] + frozen[5:]
+    forms = [frozen(shape) for shape in shapes]
+    assert forms[4] == forms[5]  # a list and a tuple are the same JSON
+    distinct = forms[:4] + forms[5:]
     assert len(set(distinct)) == len(distinct)
-    assert paging.frozen({"b": [1, 2], "a": "x"}) == paging.frozen({"a": "x", "b": [1, 2]})
-    assert paging.frozen({"a": object()}) is None
-    assert paging.frozen({1: "not a JSON key"}) is None
+    assert frozen({"b": [1, 2], "a": "x"}) == frozen({"a": "x", "b": [1, 2]})
+    assert frozen({"a": object()}) is None
+    assert frozen({1: "not a JSON key"}) is None

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from forecourt.domain.cursor import CursorCodec, query_fingerprint
+from forecourt.domain.frozen import frozen
 from forecourt.errors import InvalidCursor, InvalidParams
 from forecourt.settings import Settings
 
@@ -48,28 +49,6 @@ def _normalise(value: Any) -> Any:
 def normalise_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """The query part of a payload: paging keys and ``None`` values dropped, scalar lists sorted."""
     return {k: _normalise(v) for k, v in sorted(params.items()) if k not in _PAGING_KEYS and v is not None}
-
-
-def frozen(value: Any) -> Hashable | None:
-    """``value`` (a JSON-like payload) as a hashable equal only for equal payloads; ``None`` for anything else.
-
-    Lists become tuples tagged apart from objects, objects sorted tuples of pairs; a type is kept with each
-    scalar so that ``1``, ``1.0`` and ``True`` stay apart (they would collide as dictionary keys).
-    """
-    if isinstance(value, str | int | float | bool) or value is None:
-        return (type(value), value)
-    if isinstance(value, list | tuple):
-        items = [frozen(v) for v in value]
-        return None if any(i is None for i in items) else ("[", *items)
-    if isinstance(value, Mapping):
-        pairs = []
-        for key in sorted(value) if all(isinstance(k, str) for k in value) else ():
-            item = frozen(value[key])
-            if item is None:
-                return None
-            pairs.append((key, item))
-        return ("{", *pairs) if len(pairs) == len(value) else None
-    return None
 
 
 _KEYS: dict[tuple[str, str | None, Hashable], str] = {}  # query keys by their payload's frozen form

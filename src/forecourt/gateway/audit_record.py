@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from forecourt.actions.base import Action
+from forecourt.domain.frozen import frozen
 from forecourt.gateway.base import Invocation, Principal
 from forecourt.gateway.redact import PII_KEYS, digest, redact_for_audit
 from forecourt.store.base import AuditRecord
@@ -56,7 +57,7 @@ def call_record(
         action=action.name if action else inv.action[:100],
         action_type=action.type if action else "-",
         args_digest=digest(payload),
-        args_redacted=redact_for_audit(payload, action.input_schema if action else None, redact_keys),
+        args_redacted=_redacted(payload, action.input_schema if action else None, redact_keys),
         result_class=result_class,
         status_code=status,
         error_code=error_code,
@@ -66,6 +67,29 @@ def call_record(
         processed_by=processed_by,
         occurred_at=clock(),
     )
+
+
+_REDACTIONS: dict[tuple[Hashable, int, frozenset[str]], tuple[Mapping[str, Any] | None, Any]] = {}
+_REDACTIONS_KEPT = 4096
+
+
+def _redacted(payload: dict[str, Any], schema: Mapping[str, Any] | None, keys: frozenset[str]) -> Any:
+    """:func:`redact_for_audit`, remembered for the same payload, schema (by identity) and redacted keys.
+
+    Records only ever read what they hold (they are written to the journal and the database as they are).
+    """
+    form = frozen(payload)
+    if form is None:
+        return redact_for_audit(payload, schema, keys)
+    key = (form, id(schema), keys)
+    found = _REDACTIONS.get(key)
+    if found is not None and found[0] is schema:
+        return found[1]
+    redacted = redact_for_audit(payload, schema, keys)
+    if len(_REDACTIONS) >= _REDACTIONS_KEPT:
+        _REDACTIONS.clear()
+    _REDACTIONS[key] = (schema, redacted)
+    return redacted
 
 
 def audit_member(principal: Principal | None) -> str | None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
+
+from forecourt.domain.frozen import frozen
 
 REDACTED = "[redacted]"
 UNEXPECTED = "[unexpected]"
@@ -46,9 +48,21 @@ def canonical_json(value: Any) -> bytes:
     return _CANONICAL.encode(value).encode()
 
 
+_DIGESTS: dict[Hashable, str] = {}  # digests of payloads seen, by their frozen form
+_DIGESTS_KEPT = 4096
+
+
 def digest(value: Any) -> str:
-    """SHA-256 of the canonical JSON of ``value``."""
-    return hashlib.sha256(canonical_json(value)).hexdigest()
+    """SHA-256 of the canonical JSON of ``value`` (remembered for a JSON value asked again)."""
+    key = frozen(value)
+    if key is not None and (found := _DIGESTS.get(key)) is not None:
+        return found
+    computed = hashlib.sha256(canonical_json(value)).hexdigest()
+    if key is not None:
+        if len(_DIGESTS) >= _DIGESTS_KEPT:
+            _DIGESTS.clear()
+        _DIGESTS[key] = computed
+    return computed
 
 
 def redact(value: Any, keys: Iterable[str] = PII_KEYS, *, depth: int = 0) -> Any:

@@ -13,7 +13,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from forecourt.gateway.base import IdempotencyEntry, RateDecision
 
@@ -43,9 +43,8 @@ def emission_interval_us(limit: int, window_s: float) -> int:
     return max(1, -(-to_us(window_s) // limit))
 
 
-@dataclass(frozen=True)
-class GcraStep:
-    """One GCRA decision; ``tat_us`` is the value to store (only when ``allowed``)."""
+class GcraStep(NamedTuple):
+    """One GCRA decision; ``tat_us`` is the value to store (only when ``allowed``). A tuple: built on every call."""
 
     allowed: bool
     tat_us: int
