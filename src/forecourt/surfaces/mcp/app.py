@@ -39,6 +39,7 @@ from forecourt.surfaces.mcp.http import (
     PRM_PATH,
     Caller,
     McpHttpGuard,
+    SdkView,
     metadata_path,
     protected_resource_metadata,
 )
@@ -152,7 +153,7 @@ def mcp_routes(
     )
     registry = registry_for(settings)
     surface.legacy_registry = registry
-    direct = DirectCalls(manager.handle_request, surface, max_body_bytes=settings.max_body_bytes)
+    direct = DirectCalls(SdkView(manager.handle_request), surface, max_body_bytes=settings.max_body_bytes)
     legacy = LegacySessions(
         direct,
         settings=settings,

@@ -34,8 +34,9 @@ from urllib.parse import parse_qs, urlsplit
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.authentication import AuthCredentials
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from forecourt.errors import ForecourtError, InternalError, Unauthorized
 from forecourt.gateway.auth.asgi import credentials_from_scope, has_credentials
@@ -102,6 +103,31 @@ def access_token_for(principal: Principal, credentials: Credentials) -> AccessTo
         expires_at=int(principal.expires_at.timestamp()) if principal.expires_at else None,
         subject=principal.subject or principal.member_id,
     )
+
+
+async def sdk_view(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """Run ``app`` with the SDK's view of the verified caller: ``scope["user"]``/``["auth"]`` and its context."""
+    caller = scope.get(CALLER_KEY)
+    if "user" in scope or not isinstance(caller, Caller) or caller.principal is None:
+        await app(scope, receive, send)
+        return
+    principal = caller.principal
+    user = AuthenticatedUser(access_token_for(principal, caller.credentials))
+    token = auth_context_var.set(user)
+    try:
+        await app({**scope, "user": user, "auth": AuthCredentials(sorted(principal.scopes))}, receive, send)
+    finally:
+        auth_context_var.reset(token)
+
+
+class SdkView:
+    """ASGI layer in front of the SDK: gives it its view of the caller where the guard left that for later."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await sdk_view(self.app, scope, receive, send)
 
 
 def _names(scope: Scope) -> str | None:
@@ -265,14 +291,13 @@ class McpHttpGuard:
             logger.exception("authentication failed unexpectedly on the MCP surface")
             await send_json(send, 500, jsonrpc_error(None, InternalError()))
             return
-        user = AuthenticatedUser(access_token_for(principal, credentials))
         caller = Caller(principal, credentials, "mcp", _header(scope, b"mcp-session-id"), _names(scope))
-        inner = {**scope, "user": user, "auth": AuthCredentials(sorted(principal.scopes)), CALLER_KEY: caller}
-        token = auth_context_var.set(user)
-        try:
-            await self.app(inner, receive, send)
-        finally:
-            auth_context_var.reset(token)
+        if _header(scope, b"mcp-protocol-version") in MODERN_PROTOCOL_VERSIONS:
+            # Stateless: nothing before the SDK needs its view of the caller, so it is made only for a request
+            # that reaches the SDK (SdkView); the direct path answers most of them without it.
+            await self.app({**scope, CALLER_KEY: caller}, receive, send)
+            return
+        await sdk_view(self.app, {**scope, CALLER_KEY: caller}, receive, send)
 
     async def _anonymous(self, scope: Scope, receive: Receive, send: Send, credentials: Credentials) -> None:
         body: dict[str, Any] | None = None
