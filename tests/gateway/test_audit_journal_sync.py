@@ -158,7 +158,13 @@ def test_a_journal_line_is_byte_for_byte_what_the_records_own_dump_writes() -> N
     from forecourt.gateway.audit_journal import _line
 
     plus_two = timezone(timedelta(hours=2))
-    for when in (datetime(2026, 3, 2, 9, 30, 0, 123456, tzinfo=UTC), datetime(2026, 3, 2, 9, 30, tzinfo=plus_two)):
+    for when in (
+        datetime(2026, 3, 2, 9, 30, 0, 123456, tzinfo=UTC),
+        datetime(2026, 3, 2, 9, 30, tzinfo=UTC),
+        datetime(2026, 3, 2, 9, 30, 0, 1000, tzinfo=UTC),
+        datetime(2026, 3, 2, 9, 30, tzinfo=plus_two),
+        datetime(2026, 3, 2, 9, 30, 0, 5, tzinfo=timezone(timedelta(0))),
+    ):
         for args in ({"at": when, "ratio": float("nan")}, {"day": date(2026, 3, 2)}, {"price": Decimal("9.99")}):
             record = _record(1).model_copy(update={"args_redacted": args, "occurred_at": when})
             assert _line(record) == record.model_dump_json().encode() + b"\n"
