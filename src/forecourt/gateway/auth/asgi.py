@@ -16,7 +16,7 @@ Surfaces call :func:`credentials_from_scope` with the ASGI scope (``request.scop
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from forecourt.gateway.base import Credentials
@@ -25,13 +25,6 @@ TLS_EXTENSION = "tls"
 PEER_EXTENSION = "forecourt.peer"
 FORWARDED_CERT_HEADER = "x-forwarded-client-cert"
 MAX_HEADER_CHARS = 32_768
-
-
-def _header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | None:
-    for key, value in headers:
-        if key.lower() == name:
-            return value.decode("latin-1")
-    return None
 
 
 def bearer_token(authorization: str | None) -> str | None:
@@ -95,17 +88,22 @@ def credentials_from_scope(
     Returns:
         The credentials.
     """
-    headers = scope.get("headers") or ()
-    forwarded = _header(headers, forwarded_cert_header.lower().encode("latin-1"))
+    cert_header = forwarded_cert_header.lower().encode("latin-1")
+    found: dict[bytes, str] = {}
+    for key, value in scope.get("headers") or ():  # one pass; the first of a repeated header counts
+        name = key.lower()
+        if name in (b"authorization", cert_header, b"x-forwarded-for") and name not in found:
+            found[name] = value.decode("latin-1")
+    forwarded = found.get(cert_header)
     if forwarded is not None and len(forwarded) > MAX_HEADER_CHARS:
         forwarded = None
     return Credentials(
-        bearer=bearer_token(_header(headers, b"authorization")),
+        bearer=bearer_token(found.get(b"authorization")),
         client_cert_pem=client_cert_from_scope(scope),
         forwarded_cert=forwarded or None,
         peer_address=peer_address_from_scope(scope),
         client_address=client_address_from_scope(scope),
-        forwarded_for=(_header(headers, b"x-forwarded-for") or "")[:MAX_HEADER_CHARS] or None,
+        forwarded_for=(found.get(b"x-forwarded-for") or "")[:MAX_HEADER_CHARS] or None,
     )
 
 
