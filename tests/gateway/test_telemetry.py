@@ -81,6 +81,23 @@ async def test_a_denied_call_is_traced_and_its_span_carries_the_error_code(rig: 
     assert "adapter.dealer-data" not in spans_by_name(rig)
 
 
+async def test_a_failed_call_ends_its_span_in_error_with_the_exception_recorded_and_the_context_restored(
+    rig: Rig,
+) -> None:
+    from opentelemetry import trace
+    from opentelemetry.trace import StatusCode
+
+    before = trace.get_current_span()
+    response = await rig.call("leads.list", {"dealership_id": BAY_SJ}, headers={"traceparent": TRACEPARENT})
+    assert response.status_code == 403
+    root = spans_by_name(rig)["gateway.invoke"]
+    assert root.end_time is not None
+    assert root.status.status_code is StatusCode.ERROR
+    assert [event.name for event in root.events] == ["exception"]
+    assert EMAIL not in str(root.events[0].attributes)
+    assert trace.get_current_span() is before
+
+
 def test_the_default_sampler_keeps_trace_ids_but_records_nothing_until_an_exporter_is_added() -> None:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor

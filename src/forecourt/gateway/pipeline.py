@@ -59,7 +59,7 @@ from forecourt.gateway.policy import Decision, TenancyCache, decide
 from forecourt.gateway.redact import redact
 from forecourt.gateway.store_faults import STORE_UNAVAILABLE
 from forecourt.gateway.stored_results import StoredResults
-from forecourt.gateway.telemetry import REQUEST_NOTE, Metrics, parent_context
+from forecourt.gateway.telemetry import REQUEST_NOTE, CurrentSpan, Metrics, parent_context
 from forecourt.gateway.validation import SchemaValidator, accept_single_strings
 from forecourt.settings import Settings
 from forecourt.store.audit_context import PendingAudit, pending_audit
@@ -148,7 +148,7 @@ class Gateway:
         self.in_flight += 1
         self._idle.clear()
         try:
-            with self.tracer.start_as_current_span("gateway.invoke", context=ctx) as span:
+            with CurrentSpan(self.tracer, "gateway.invoke", ctx) as span:
                 span.set_attribute("forecourt.action", inv.action[:128])
                 trace_id = self._trace_id(inv, span, caller_trace)
                 call = CallState(inv=inv, trace_id=trace_id, started=time.perf_counter(), recording=span.is_recording())
@@ -277,7 +277,7 @@ class Gateway:
         """A child span for one stage, or nothing when the call's trace is not being recorded."""
         if not call.recording:
             return contextlib.nullcontext()
-        return self.tracer.start_as_current_span(name)
+        return CurrentSpan(self.tracer, name)
 
     async def _authenticate(self, inv: Invocation, action: Action | None) -> Principal:
         if inv.principal is not None:
