@@ -127,9 +127,10 @@ class Outcome:
     rate_limit: RateDecision | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RateDecision:
-    """The state of the tightest limit that applied to a call."""
+    """The state of the tightest limit that applied to a call (one per limit per call: slots, not frozen, as a
+    frozen dataclass pays for every field it sets; nothing changes a decision once made)."""
 
     allowed: bool
     limit: int
