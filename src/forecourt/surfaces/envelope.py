@@ -50,7 +50,7 @@ class RequestEnvelope(_Strict):
     action: ActionRef | None = None
     payload: dict[str, Any] = Field(default_factory=dict)
     security: Security | None = None
-    meta: Meta = Meta()
+    meta: Meta = Field(default_factory=Meta)  # a fresh one, not a deep copy of a shared default
 
 
 class Status(BaseModel):
