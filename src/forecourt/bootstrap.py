@@ -303,7 +303,6 @@ def _routes(services: Services) -> tuple[list[BaseRoute], list[Middleware]]:
         )
     )  # "/mcp" exactly; "/mcp/{action}" below stays the REST envelope
     routes.extend(RestSurface(services.gateway, services.settings).routes())
-    routes.extend(AdminApi(services.gateway, services.settings).routes())
     from forecourt.surfaces.a2a.app import A2ASurface
 
     aap = services.aap
@@ -319,6 +318,9 @@ def _routes(services: Services) -> tuple[list[BaseRoute], list[Middleware]]:
     from forecourt.surfaces.a2a.tasks_agent import gateway_agent_routes
 
     routes.extend(gateway_agent_routes(services))
+    # After the agents' doors: Starlette tries routes in order, and a dealer agent's call should not first be
+    # matched against every admin path (no admin path overlaps theirs).
+    routes.extend(AdminApi(services.gateway, services.settings).routes())
     from forecourt.surfaces.guard import RequestGuard
     from forecourt.surfaces.openapi import openapi_routes
 
