@@ -156,7 +156,7 @@ def test_a_real_prometheus_scraping_two_workers_counts_exactly_the_calls_made(
             assert prom.poll() is None, prom.stderr.read().decode()[-2000:] if prom.stderr else "exited"
             try:
                 return _query(prometheus, 'count_over_time(up{job="forecourt"}[1m]) >= 3') is not None
-            except httpx.TransportError:
+            except (httpx.TransportError, ValueError):  # not listening yet, or "Service Unavailable" while it starts
                 return False
 
         _wait_until(scraped, 60, "three scrapes")
