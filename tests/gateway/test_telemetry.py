@@ -209,9 +209,10 @@ async def test_a_model_name_is_only_a_metric_label_once_the_call_succeeds(rig: R
 async def test_calls_are_counted_under_their_labels_when_the_memo_of_series_starts_again(
     rig: Rig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from forecourt.gateway import pipeline
+    from forecourt.gateway.telemetry import CallSeries
 
-    monkeypatch.setattr(pipeline, "_SERIES_KEPT", 1)  # every new series empties the memo
+    series = CallSeries(rig.gateway.metrics, kept=1)  # every new series empties the memo
+    monkeypatch.setattr(rig.gateway, "_series", series)
     for action in ("dealer.information", "inventory.facets", "dealer.information", "inventory.facets"):
         await rig.call(action, {"dealership_id": TOYOTA})
     text = (await rig.client.get("/metrics")).text

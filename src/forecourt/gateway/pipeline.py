@@ -59,7 +59,7 @@ from forecourt.gateway.policy import Decision, TenancyCache, decide
 from forecourt.gateway.redact import redact
 from forecourt.gateway.store_faults import STORE_UNAVAILABLE
 from forecourt.gateway.stored_results import StoredResults
-from forecourt.gateway.telemetry import REQUEST_NOTE, CurrentSpan, Metrics, parent_context
+from forecourt.gateway.telemetry import REQUEST_NOTE, CallSeries, CurrentSpan, Metrics, parent_context
 from forecourt.gateway.validation import SchemaValidator, accept_single_strings
 from forecourt.settings import Settings
 from forecourt.store.audit_context import PendingAudit, pending_audit
@@ -121,7 +121,7 @@ class Gateway:
         """Holds agents' calls that a policy's ``require_approval`` names (wired by bootstrap)."""
         self._bulkheads: dict[str, Bulkhead] = {}
         # Each call's metric series by its labels (prometheus-client's ``labels`` checks and locks every time).
-        self._series: dict[tuple[str, str, str, str, int], tuple[Any, Any]] = {}
+        self._series = CallSeries(metrics, _SERIES_KEPT)
         self._hit_series: dict[str, Any] = {}
         self._rules = RememberedRules(_SERIES_KEPT)
         self.in_flight = 0
@@ -569,19 +569,7 @@ class Gateway:
         action = call.action
         name = action.name if action else "unknown"
         adapter = action.adapter if action else "-"
-        model = call.model
-        key = (name, adapter, call.company_id or "-", model, call.status)
-        series = self._series.get(key)
-        if series is None:
-            if len(self._series) >= _SERIES_KEPT:
-                self._series.clear()
-            labels = key[:4]
-            series = self._series[key] = (
-                self.metrics.calls.labels(*labels, str(call.status)),
-                self.metrics.duration.labels(*labels),
-            )
-        series[0].inc()
-        series[1].observe(duration)
+        self._series.count((name, adapter, call.company_id or "-", call.model, call.status), duration)
         note = REQUEST_NOTE.get()
         if note is not None:  # the HTTP access log names the company and the trace
             note.company, note.trace_id = call.company_id, call.trace_id

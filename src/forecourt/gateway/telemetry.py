@@ -426,3 +426,31 @@ class CurrentSpan:
         finally:
             otel_context.detach(self._token)  # type: ignore[arg-type]
             span.end()
+
+
+class CallSeries:
+    """Each call's counter and duration histogram, looked up once per label set.
+
+    prometheus-client's ``labels()`` checks its arguments and takes a lock on every call; the series of a label set
+    ``(action, adapter, company, model, status)`` are kept here instead, at most ``kept`` of them (then the memo
+    starts again: the series themselves live on in the registry).
+    """
+
+    def __init__(self, metrics: Metrics, kept: int = 4096) -> None:
+        self._metrics = metrics
+        self._kept = kept
+        self._found: dict[tuple[str, str, str, str, int], tuple[Any, Any]] = {}
+
+    def count(self, key: tuple[str, str, str, str, int], duration_s: float) -> None:
+        """Count one call under ``key`` and observe its duration."""
+        series = self._found.get(key)
+        if series is None:
+            if len(self._found) >= self._kept:
+                self._found.clear()
+            labels = key[:4]
+            series = self._found[key] = (
+                self._metrics.calls.labels(*labels, str(key[4])),
+                self._metrics.duration.labels(*labels),
+            )
+        series[0].inc()
+        series[1].observe(duration_s)
