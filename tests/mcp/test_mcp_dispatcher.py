@@ -8,12 +8,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from forecourt.domain.events import ChangeEvent, ChangeType, ResourceType
 from forecourt.events import OutboxDispatcher, decode_event, encode_event
 from forecourt.gateway.backends.memory import MemoryIdempotencyStore
 from forecourt.gateway.events_bus import MemoryEventBus
 from forecourt.store import SqlStore, create_engine, upgrade_async
+from forecourt.store.sql.tables import outbox
 
 NOW = datetime(2026, 3, 2, 15, 0, tzinfo=UTC)
 
@@ -90,6 +92,60 @@ async def test_replicas_sharing_claims_publish_each_event_once(store: SqlStore) 
     await b.start_position()
     await _append(store, _event(1), _event(2))
     assert await a.poll_once() + await b.poll_once() == 2
+
+
+async def _commit_late(store: SqlStore, seq: int, event: ChangeEvent) -> None:
+    """``event`` committed with a ``seq`` below ones already visible, as concurrent writers can on PostgreSQL."""
+    async with store.engine.begin() as conn:
+        await conn.execute(
+            sa.insert(outbox).values(
+                seq=seq,
+                id=event.id,
+                dealership_id=event.dealership_id,
+                resource_type=event.resource_type.value,
+                resource_id=event.resource_id,
+                change_type=event.change_type.value,
+                status=event.status,
+                occurred_at=event.occurred_at,
+                payload=event.payload,
+            )
+        )
+
+
+async def test_an_event_committed_late_inside_the_window_is_published_once(store: SqlStore) -> None:
+    bus = MemoryEventBus()
+    dispatcher = OutboxDispatcher(store, bus, overlap=16)
+    await dispatcher.start_position()
+    async with dispatcher.subscribe("d1") as events:
+        await _append(store, _event(1))
+        await _commit_late(store, 10, _event(10))
+        assert await dispatcher.poll_once() == 2
+        assert dispatcher.position == 10
+        await _commit_late(store, 5, _event(5))  # behind the position, inside the window
+        assert await dispatcher.poll_once() == 1
+        assert await dispatcher.poll_once() == 0  # nothing is published twice
+        got = [(await asyncio.wait_for(anext(events), 2)).id for _ in range(3)]
+    assert got == ["evt_1", "evt_10", "evt_5"]
+
+
+async def test_an_event_committed_later_than_the_window_is_left_to_the_replay_feed(store: SqlStore) -> None:
+    dispatcher = OutboxDispatcher(store, MemoryEventBus(), overlap=4)
+    await dispatcher.start_position()
+    await _commit_late(store, 20, _event(20))
+    assert await dispatcher.poll_once() == 1
+    await _commit_late(store, 3, _event(3))  # 17 behind: outside the window
+    await _commit_late(store, 18, _event(18))
+    assert await dispatcher.poll_once() == 1
+    assert dispatcher.position == 20
+
+
+async def test_history_inside_the_window_at_start_is_not_pushed_live(store: SqlStore) -> None:
+    await _append(store, _event(1), _event(2))
+    dispatcher = OutboxDispatcher(store, MemoryEventBus(), overlap=16)
+    await dispatcher.start_position()
+    assert await dispatcher.poll_once() == 0
+    await _append(store, _event(3))
+    assert await dispatcher.poll_once() == 1
 
 
 def test_malformed_bus_messages_are_ignored() -> None:

@@ -52,6 +52,17 @@ async def test_outbox_assigns_increasing_seq_in_commit_order_and_filters_by_deal
     assert everything[0].model_dump(exclude={"seq"}) == _event(1).model_dump(exclude={"seq"})
 
 
+async def test_outbox_seqs_between_lists_the_window_in_order_without_reading_events(store: SqlStore) -> None:
+    async with store.transaction() as uow:
+        for n in range(1, 5):
+            await uow.outbox.append(_event(n))
+    async with store.read() as uow:
+        seqs = [e.seq for e in await uow.outbox.list_after(0, 10)]
+        assert await uow.outbox.seqs_between(seqs[0], seqs[2]) == seqs[1:3]
+        assert await uow.outbox.seqs_between(0, seqs[-1]) == seqs
+        assert await uow.outbox.seqs_between(seqs[-1], seqs[-1] + 100) == []
+
+
 async def test_concurrent_writers_produce_events_in_seq_order_without_gaps(store: SqlStore) -> None:
     async def write(n: int) -> None:
         async with store.transaction() as uow:
@@ -166,12 +177,26 @@ async def test_deliveries_add_update_due_and_list_for_subject(store: SqlStore) -
         await uow.deliveries.update(done)
         await uow.deliveries.update(_delivery(2, status="retrying", attempts=1, last_error="HTTP 503"))
         due = await uow.deliveries.due(T0 + timedelta(minutes=3), 10)
+        assert await uow.deliveries.has_due(T0 + timedelta(minutes=3))
         limited = await uow.deliveries.due(T0 + timedelta(minutes=10), 1)
         for_lead = await uow.deliveries.list_for("lead-1")
     assert [d.id for d in due] == ["del-2", "del-3"]
     assert [d.id for d in limited] == ["del-2"]
     assert for_lead[0] == done
     assert [d.id for d in for_lead] == ["del-1", "del-2"]
+
+
+async def test_has_due_is_false_before_the_next_attempt_and_for_finished_deliveries(store: SqlStore) -> None:
+    async with store.transaction() as uow:
+        await uow.deliveries.add(_delivery(1))
+    first_at = _delivery(1).next_attempt_at
+    async with store.read() as uow:
+        assert not await uow.deliveries.has_due(first_at - timedelta(seconds=1))
+        assert await uow.deliveries.has_due(first_at)
+    async with store.transaction() as uow:
+        await uow.deliveries.update(_delivery(1, status="failed", attempts=5))
+    async with store.read() as uow:
+        assert not await uow.deliveries.has_due(first_at + timedelta(days=1))
 
 
 async def test_updating_an_unknown_delivery_raises_not_found(store: SqlStore) -> None:

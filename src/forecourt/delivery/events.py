@@ -104,14 +104,6 @@ class EventRouter:
         self.clock = clock
         self._stopping = asyncio.Event()
 
-    async def _start_seq(self) -> int:
-        async with self.store.transaction() as uow:
-            seq = await uow.aap_records.cursor(CURSOR)
-            if seq is not None:
-                return seq
-            last = await uow.outbox.last_seq()
-        return max(last - CATCH_UP, 0)
-
     async def _lead_of(self, event: ChangeEvent) -> str:
         if event.resource_type == ResourceType.LEAD:
             return event.resource_id
@@ -153,18 +145,21 @@ class EventRouter:
         return queued
 
     async def run_once(self) -> int:
-        """Route one page of outbox events; returns how many push deliveries were queued."""
-        after = await self._start_seq()
-        async with self.store.transaction() as uow:
+        """Route one page of outbox events; returns how many push deliveries were queued.
+
+        The cursor and the page are read in one read-only unit of work; the cursor is written only when the
+        page held events (or on the first run), so a quiet outbox never takes the write lock.
+        """
+        async with self.store.read() as uow:
+            cursor = await uow.aap_records.cursor(CURSOR)
+            after = cursor if cursor is not None else max(await uow.outbox.last_seq() - CATCH_UP, 0)
             events = await uow.outbox.list_after(after, PAGE)
         queued = 0
         for event in events:
             queued += await self._route(event)
-        async with self.store.transaction() as uow:
-            if events:
-                await uow.aap_records.set_cursor(CURSOR, events[-1].seq)
-            elif await uow.aap_records.cursor(CURSOR) is None:
-                await uow.aap_records.set_cursor(CURSOR, after)
+        if events or cursor is None:
+            async with self.store.transaction() as uow:
+                await uow.aap_records.set_cursor(CURSOR, events[-1].seq if events else after)
         return queued
 
     def stop(self) -> None:

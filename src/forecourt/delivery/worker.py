@@ -66,7 +66,10 @@ class DeliveryWorker:
     async def claim(self) -> list[Delivery]:
         """Lease a batch of due deliveries to this worker."""
         now = self.clock()
-        claimed = []
+        claimed: list[Delivery] = []
+        async with self.store.read() as uow:  # a quiet queue is one index lookup, without the write lock
+            if not await uow.deliveries.has_due(now):
+                return claimed
         async with self.store.transaction() as uow:
             for d in await uow.deliveries.due(now, BATCH):
                 leased = d.model_copy(

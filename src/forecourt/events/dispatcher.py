@@ -15,8 +15,11 @@ Delivery guarantees:
   the ``events.list`` replay feed (same outbox) is the backstop, and consumers must be idempotent on the
   event id anyway.
 - Events committed out of ``seq`` order (concurrent PostgreSQL transactions) are picked up when they
-  land within ``overlap`` sequence numbers behind the newest event already seen: each poll re-reads that
-  window and publishes what it has not published yet.
+  land within ``overlap`` sequence numbers behind the newest event already seen: each poll reads the
+  sequence numbers in that window (not the events) and reads and publishes only those not seen yet.
+
+A poll is one read-only unit of work (on SQLite it runs on the event loop's own read connection, with no
+hand-over to a driver thread and no write lock), so a quiet outbox costs two index lookups per poll.
 - The dispatcher starts at the end of the outbox: history is for ``events.list``, not for live streams.
 
 Given ``generations`` (a :class:`~forecourt.gateway.freshness.ChangeGenerations`), every event it reads
@@ -41,7 +44,7 @@ if TYPE_CHECKING:  # runtime imports would close a cycle through forecourt.gatew
     from forecourt.gateway.base import IdempotencyStore
     from forecourt.gateway.events_bus import EventBus
     from forecourt.gateway.freshness import ChangeGenerations
-    from forecourt.store.base import Store
+    from forecourt.store.base import OutboxRepository, Store
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +117,8 @@ class OutboxDispatcher:
         self.overlap = max(overlap, 0)
         self.position: int | None = None
         self.published = 0
-        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._seen: OrderedDict[str, int] = OrderedDict()  # event id -> seq, oldest first
+        self._seen_seqs: set[int] = set()
         self._seen_max = max(4 * (self.overlap + self.batch_size), 1024)
         self._wake = asyncio.Event()
         self.running = asyncio.Event()
@@ -129,12 +133,12 @@ class OutboxDispatcher:
     async def start_position(self) -> int:
         """Begin at the end of the outbox (idempotent: later calls keep the current position)."""
         if self.position is None:
-            async with self.store.transaction() as uow:
+            async with self.store.read() as uow:
                 position = await uow.outbox.last_seq()
                 # History inside the late-commit window is not news: mark it seen so it is not pushed.
                 recent = await uow.outbox.list_after(max(position - self.overlap, 0), self.overlap)
             for event in recent:
-                self._remember(event.id)
+                self._remember(event)
             self.position = position
             if self.generations is not None:
                 self.generations.started_at(position)
@@ -177,13 +181,15 @@ class OutboxDispatcher:
     async def _poll(self) -> int:
         position = await self.start_position()
         count = 0
-        if self.overlap and position > 0:
-            async with self.store.transaction() as uow:
-                late = await uow.outbox.list_after(max(position - self.overlap, 0), self.overlap)
-            count += await self._publish_all(e for e in late if e.seq <= position)
+        late: list[ChangeEvent] = []
         while True:
-            async with self.store.transaction() as uow:
+            async with self.store.read() as uow:
+                if not count and self.overlap and position > 0:
+                    late = await self._late(uow.outbox, position)
                 batch = await uow.outbox.list_after(position, self.batch_size)
+            if late:
+                count += await self._publish_all(late)
+                late = []
             count += await self._publish_all(batch)
             if batch:
                 position = max(position, batch[-1].seq)
@@ -191,12 +197,21 @@ class OutboxDispatcher:
             if len(batch) < self.batch_size:
                 return count
 
+    async def _late(self, outbox: OutboxRepository, position: int) -> list[ChangeEvent]:
+        """Events inside the late-commit window (``overlap`` behind ``position``) not seen yet."""
+        start = max(position - self.overlap, 0)
+        missing = [seq for seq in await outbox.seqs_between(start, position) if seq not in self._seen_seqs]
+        if not missing:
+            return []
+        events = await outbox.list_after(missing[0] - 1, position - missing[0] + 1)
+        return [e for e in events if e.seq <= position and e.seq not in self._seen_seqs]
+
     async def _publish_all(self, events: Any) -> int:
         count = 0
         for event in events:
             if event.id in self._seen:
                 continue
-            self._remember(event.id)
+            self._remember(event)
             if self.generations is not None:
                 # Every replica reads every event: each moves its own cache generations on.
                 self.generations.observed(event.dealership_id, event.seq)
@@ -209,10 +224,11 @@ class OutboxDispatcher:
         self.published += count
         return count
 
-    def _remember(self, event_id: str) -> None:
-        self._seen[event_id] = None
+    def _remember(self, event: ChangeEvent) -> None:
+        self._seen[event.id] = event.seq
+        self._seen_seqs.add(event.seq)
         while len(self._seen) > self._seen_max:
-            self._seen.popitem(last=False)
+            self._seen_seqs.discard(self._seen.popitem(last=False)[1])
 
     @asynccontextmanager
     async def subscribe(self, dealership_id: str) -> AsyncIterator[AsyncIterator[ChangeEvent]]:

@@ -36,6 +36,11 @@ class SqlOutboxRepository:
             stmt = stmt.where(_O.dealership_id == dealership_id)
         return [ChangeEvent.model_validate(row_dict(r)) for r in await self._ctx.conn.execute(stmt)]
 
+    async def seqs_between(self, after_seq: int, upto_seq: int) -> list[int]:
+        """The ``seq`` of every event with ``after_seq < seq <= upto_seq``, in order (read from the primary key)."""
+        stmt = sa.select(_O.seq).where(_O.seq > after_seq, _O.seq <= upto_seq).order_by(_O.seq)
+        return [int(seq) for seq in (await self._ctx.conn.execute(stmt)).scalars()]
+
     async def last_seq(self) -> int:
         """The highest ``seq`` written so far (0 when the outbox is empty)."""
         value = (await self._ctx.conn.execute(sa.select(sa.func.max(_O.seq)))).scalar_one()
@@ -125,6 +130,11 @@ class SqlDeliveryRepository:
             # Replicas polling at once each get their own batch instead of waiting on each other.
             stmt = stmt.with_for_update(skip_locked=True)
         return [Delivery.model_validate(row_dict(r)) for r in await self._ctx.conn.execute(stmt)]
+
+    async def has_due(self, now: datetime) -> bool:
+        """Whether any delivery is due at ``now``: one row of the status index, no lock taken."""
+        stmt = sa.select(sa.literal(1)).where(_D.status.in_(DUE_STATUSES), _D.next_attempt_at <= now).limit(1)
+        return (await self._ctx.conn.execute(stmt)).first() is not None
 
     async def list_for(self, subject_id: str) -> list[Delivery]:
         """Every delivery about one subject (e.g. a lead), oldest first."""
