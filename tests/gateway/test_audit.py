@@ -161,6 +161,55 @@ async def test_records_survive_a_database_hiccup_the_writer_retries_until_all_ar
         assert await uow.audit.count(MOTOR) == 50
 
 
+class CallsFinishingStore:
+    """Wraps a store; while its first transaction is open, ``arrive`` runs (calls finishing during a batch write)."""
+
+    def __init__(self, inner: Store, arrive: Callable[[], None]) -> None:
+        self.inner = inner
+        self.arrive = arrive
+        self.transactions = 0
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Any]:
+        self.transactions += 1
+        async with self.inner.transaction() as uow:
+            if self.transactions == 1:
+                self.arrive()
+            yield uow
+
+
+async def test_records_queued_during_a_batch_write_wait_for_the_next_batch(store: Store) -> None:
+    now = datetime.now(UTC)
+    first_written = asyncio.Event()
+    writers: list[AuditWriter] = []
+
+    def arrive() -> None:
+        for n in range(3):
+            writers[0].record(_record(MOTOR, now, 100 + n))
+
+    finishing = CallsFinishingStore(store, arrive)
+    writer = AuditWriter(
+        finishing,  # type: ignore[arg-type]
+        batch_size=10,
+        flush_interval_s=600.0,
+        on_written=lambda count: first_written.set(),
+    )
+    writers.append(writer)
+    writer.start()
+    try:
+        for n in range(10):  # a full batch wakes the writer
+            writer.record(_record(MOTOR, now, n))
+        await asyncio.wait_for(first_written.wait(), 10)
+        # The three that arrived meanwhile are not chased with a transaction of their own.
+        assert finishing.transactions == 1
+        assert writer.pending == 3
+    finally:
+        await writer.close()
+    assert writer.pending == 0
+    async with store.transaction() as uow:
+        assert await uow.audit.count(MOTOR) == 13
+
+
 async def test_graceful_shutdown_writes_every_buffered_record(template: Template, tmp_path: Path) -> None:
     # A long flush interval: nothing is written during the calls, everything at shutdown.
     rig = await start_rig(template, tmp_path, audit_flush_interval_s=600.0, audit_batch_size=10_000)

@@ -46,6 +46,7 @@ class AuditWriter:
         self._interval = flush_interval_s
         self._max_backoff = max_backoff_s
         self._pending: deque[AuditRecord] = deque()
+        self._in_flush = 0  # of the pending records, how many the flush under way is writing
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
@@ -67,7 +68,7 @@ class AuditWriter:
         self._pending.append(rec)
         if self._metrics is not None:
             self._metrics.audit_buffered.set(len(self._pending))
-        if len(self._pending) >= self._batch_size:
+        if len(self._pending) - self._in_flush >= self._batch_size:
             self._wake.set()
 
     def record_rejected(self, *, surface: str, action: str, status: int, error_code: str, processed_by: str) -> None:
@@ -136,38 +137,54 @@ class AuditWriter:
         return recovered
 
     async def _flush_once(self) -> bool:
-        """Write everything pending in batches; False when a write failed (records are kept)."""
+        """Write the records pending when it starts, in batches; False when a write failed (records are kept).
+
+        Records queued while the batches are being written wait for the next flush (the interval, or a full
+        batch): under steady load a flush that chased them would write a record or two per transaction.
+        """
         async with self._lock:
             if self.journal is not None and self._pending:
                 self.journal.rotate()  # what arrives during the writes goes to a new segment
-            while self._pending:
-                batch = [self._pending[i] for i in range(min(self._batch_size, len(self._pending)))]
-                try:
-                    async with self._store.transaction() as uow:
-                        await uow.audit.add_many(batch)
-                except Exception:  # any storage failure: keep the batch, retry later
-                    logger.warning("audit batch write failed; %d records kept for retry", len(self._pending))
-                    if self._metrics is not None:
-                        self._metrics.audit_write_failures.inc()
-                    return False
-                for _ in batch:
-                    self._pending.popleft()
-                self.written += len(batch)
+            remaining = self._in_flush = len(self._pending)  # exactly the records of the rotated segments
+            try:
+                await self._write(remaining)
+            except Exception:  # any storage failure: keep the records not written, retry later
+                logger.warning("audit batch write failed; %d records kept for retry", len(self._pending))
                 if self._metrics is not None:
-                    self._metrics.audit_written.inc(len(batch))
-                    self._metrics.audit_buffered.set(len(self._pending))
-                if self._on_written is not None:
-                    self._on_written(len(batch))
+                    self._metrics.audit_write_failures.inc()
+                return False
+            finally:
+                self._in_flush = 0
             if self.journal is not None:
                 self.journal.drained()
+        if len(self._pending) >= self._batch_size:
+            self._wake.set()  # a full batch arrived meanwhile: the next flush starts at once
         return True
 
+    async def _write(self, remaining: int) -> None:
+        """Write the oldest ``remaining`` pending records in batches, each taken off the queue once stored."""
+        while remaining:
+            batch = [self._pending[i] for i in range(min(self._batch_size, remaining))]
+            async with self._store.transaction() as uow:
+                await uow.audit.add_many(batch)
+            for _ in batch:
+                self._pending.popleft()
+            remaining -= len(batch)
+            self._in_flush = remaining
+            self.written += len(batch)
+            if self._metrics is not None:
+                self._metrics.audit_written.inc(len(batch))
+                self._metrics.audit_buffered.set(len(self._pending))
+            if self._on_written is not None:
+                self._on_written(len(batch))
+
     async def flush(self, *, attempts: int = 50, backoff_s: float = 0.1) -> bool:
-        """Write everything pending now, retrying a failing store up to ``attempts`` times."""
-        for attempt in range(attempts):
-            if await self._flush_once():
-                return True
-            await asyncio.sleep(min(backoff_s * (2**attempt), self._max_backoff))
+        """Write everything pending (and what arrives meanwhile), retrying a failing store up to ``attempts`` times."""
+        failures = 0
+        while self._pending and failures < attempts:
+            if not await self._flush_once():
+                await asyncio.sleep(min(backoff_s * (2**failures), self._max_backoff))
+                failures += 1
         return not self._pending
 
     async def close(self, timeout_s: float = 10.0) -> None:
