@@ -17,10 +17,10 @@ Delivery guarantees:
 - Events committed out of ``seq`` order (concurrent PostgreSQL transactions) are picked up when they
   land within ``overlap`` sequence numbers behind the newest event already seen: each poll reads the
   sequence numbers in that window (not the events) and reads and publishes only those not seen yet.
+- The dispatcher starts at the end of the outbox: history is for ``events.list``, not for live streams.
 
 A poll is one read-only unit of work (on SQLite it runs on the event loop's own read connection, with no
 hand-over to a driver thread and no write lock), so a quiet outbox costs two index lookups per poll.
-- The dispatcher starts at the end of the outbox: history is for ``events.list``, not for live streams.
 
 Given ``generations`` (a :class:`~forecourt.gateway.freshness.ChangeGenerations`), every event it reads
 (including the ones another replica claims) moves that dealership's cache generation on, and each poll

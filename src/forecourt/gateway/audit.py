@@ -157,8 +157,6 @@ class AuditWriter:
                 self._in_flush = 0
             if self.journal is not None:
                 self.journal.drained()
-        if len(self._pending) >= self._batch_size:
-            self._wake.set()  # a full batch arrived meanwhile: the next flush starts at once
         return True
 
     async def _write(self, remaining: int) -> None:
