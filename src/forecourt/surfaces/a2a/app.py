@@ -19,6 +19,8 @@ from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, PushNotificationConfigStore, TaskStore
+from a2a.types import CancelTaskRequest, Task
+from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 from prometheus_client import Counter
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
@@ -28,7 +30,7 @@ from forecourt.domain.aap_spec import SKILLS, normalise_numbers
 from forecourt.domain.tenancy import Company, Dealership
 from forecourt.errors import ForecourtError, InternalError, UnsafeTarget
 from forecourt.gateway.auth.asgi import credentials_from_scope
-from forecourt.gateway.base import Invocation
+from forecourt.gateway.base import Invocation, Principal
 from forecourt.gateway.pipeline import Gateway
 from forecourt.netguard import check_url_async
 from forecourt.settings import Settings
@@ -44,7 +46,9 @@ from forecourt.surfaces.a2a.card import (
     build_manifest,
 )
 from forecourt.surfaces.a2a.direct import DirectSends
+from forecourt.surfaces.a2a.errors import AapError, to_aap_error
 from forecourt.surfaces.a2a.executor import AapExecutor, Subscriber, recorded_error
+from forecourt.surfaces.a2a.owners import OWNER, PRINCIPAL_SCOPE, owner_for, task_owner
 from forecourt.surfaces.a2a.streaming import stream_with_aap_errors
 from forecourt.surfaces.http_util import error_body, error_headers
 
@@ -57,21 +61,35 @@ _CACHE = "public, max-age=60"
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
-def dealership_owner(context: ServerCallContext) -> str:
-    """Tasks and push configs belong to the dealership whose agent received the call."""
-    return str(context.state.get("dealership_id") or "-")
-
-
 class DealerContextBuilder(DefaultServerCallContextBuilder):
-    """Adds the dealership, the presented credentials and a per-request slot shared with the endpoint wrappers."""
+    """Adds the dealership, the presented credentials, the tasks' owner and a per-request slot shared with the
+    endpoint wrappers.
+
+    The owner is the caller the endpoint wrapper identified (:mod:`forecourt.surfaces.a2a.owners`): a task and
+    its push configs belong to the principal that created it, never to the rooftop whose agent was called.
+    """
 
     def build(self, request: Request) -> ServerCallContext:
         """The SDK's call context plus Forecourt's request state."""
         ctx = super().build(request)
+        principal = request.scope.get(PRINCIPAL_SCOPE)
         ctx.state["dealership_id"] = request.path_params.get("dealership_id")
         ctx.state["credentials"] = credentials_from_scope(request.scope)
+        ctx.state[OWNER] = owner_for(principal if isinstance(principal, Principal) else None)
         ctx.state["aap"] = request.scope.setdefault("aap", {})
         return ctx
+
+
+class DealerRequestHandler(DefaultRequestHandler):
+    """The SDK's handler, but a dealer agent's task is never canceled: every skill answers at once, and a task
+    held for approval ends when a person decides it. ``CancelTask`` answers ``TaskNotCancelableError`` to the
+    task's owner (``TaskNotFoundError`` to anyone else) and changes nothing."""
+
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
+        """Refuse without touching the task."""
+        if await self.task_store.get(params.id, context) is None:
+            raise TaskNotFoundError
+        raise TaskNotCancelableError(message="A dealer agent's task cannot be canceled.")
 
 
 def push_url_validator(settings: Settings) -> Callable[[str], Awaitable[bool]]:
@@ -95,7 +113,7 @@ def a2a_stores(store: Store) -> tuple[TaskStore, PushNotificationConfigStore]:
     SDK's per-request bookkeeping and stays in memory. Push configs must outlive the request and be visible to
     every replica, so they live in the database.
     """
-    return InMemoryTaskStore(owner_resolver=dealership_owner), store.push_config_store(dealership_owner)
+    return InMemoryTaskStore(owner_resolver=task_owner), store.push_config_store(task_owner)
 
 
 _SDK_MESSAGES = {
@@ -177,11 +195,32 @@ def _sdk_card() -> Any:
     )
 
 
-def _wrap_jsonrpc(endpoint: Endpoint, faults: Counter, direct: DirectSends) -> Endpoint:
+Identify = Callable[[Request], Awaitable[AapError | None]]
+"""Puts the caller's principal in the request's scope, or answers the AAP error that refuses its credential."""
+
+
+async def _jsonrpc_error(request: Request, err: AapError) -> Response:
+    try:
+        body = json.loads(await request.body())
+        request_id = body.get("id") if isinstance(body, dict) else None
+    except ValueError:
+        request_id = None
+    error = {"code": err.rpc_code, "message": err.payload["message"], "data": err.payload}
+    return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error}, headers=err.headers)
+
+
+def _rest_error(err: AapError) -> Response:
+    return JSONResponse(err.payload, status_code=err.http_status, headers=err.headers, media_type="application/json")
+
+
+def _wrap_jsonrpc(endpoint: Endpoint, faults: Counter, direct: DirectSends, identify: Identify) -> Endpoint:
     async def wrapped(request: Request) -> Response:
         answered = await direct.answer(request)
         if answered is not None:
             return answered
+        refused = await identify(request)
+        if refused is not None:
+            return await _jsonrpc_error(request, refused)
         with client_faults.counting_into(faults):
             response = await endpoint(request)
         if isinstance(response, StreamingResponse):
@@ -189,20 +228,17 @@ def _wrap_jsonrpc(endpoint: Endpoint, faults: Counter, direct: DirectSends) -> E
         err = recorded_error(request.scope)
         if err is None:
             return _normalised(response)
-        try:
-            body = json.loads(await request.body())
-            request_id = body.get("id") if isinstance(body, dict) else None
-        except ValueError:
-            request_id = None
-        error = {"code": err.rpc_code, "message": err.payload["message"], "data": err.payload}
-        return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error}, headers=err.headers)
+        return await _jsonrpc_error(request, err)
 
     wrapped.direct = direct  # type: ignore[attr-defined]  # for tests and diagnostics: route.endpoint.direct
     return wrapped
 
 
-def _wrap_rest(endpoint: Endpoint, faults: Counter) -> Endpoint:
+def _wrap_rest(endpoint: Endpoint, faults: Counter, identify: Identify) -> Endpoint:
     async def wrapped(request: Request) -> Response:
+        refused = await identify(request)
+        if refused is not None:
+            return _rest_error(refused)
         with client_faults.counting_into(faults):
             response = await endpoint(request)
         if isinstance(response, StreamingResponse):
@@ -210,9 +246,7 @@ def _wrap_rest(endpoint: Endpoint, faults: Counter) -> Endpoint:
         err = recorded_error(request.scope)
         if err is None:
             return _normalised(response)
-        return JSONResponse(
-            err.payload, status_code=err.http_status, headers=err.headers, media_type="application/json"
-        )
+        return _rest_error(err)
 
     return wrapped
 
@@ -237,7 +271,7 @@ class A2ASurface:
         self.task_store, self.push_store = stores or a2a_stores(gateway.store)
         self.executor = AapExecutor(gateway, subscriber)
         self.direct = DirectSends(gateway, self.executor)
-        self.handler = DefaultRequestHandler(
+        self.handler = DealerRequestHandler(
             agent_executor=self.executor,
             task_store=self.task_store,
             agent_card=_sdk_card(),
@@ -252,12 +286,14 @@ class A2ASurface:
         client_faults.install()
         faults = self.gateway.metrics.client_faults
         jsonrpc = [
-            Route(r.path, _wrap_jsonrpc(r.endpoint, faults, self.direct), methods=["POST"])
+            Route(r.path, _wrap_jsonrpc(r.endpoint, faults, self.direct, self.identify), methods=["POST"])
             for r in create_jsonrpc_routes(self.handler, rpc_url=prefix + JSONRPC_PATH, context_builder=self.builder)
             if isinstance(r, Route)
         ]
         rest = [
-            Route(r.path, _wrap_rest(r.endpoint, faults), methods=sorted((r.methods or set()) - {"HEAD"}))
+            Route(
+                r.path, _wrap_rest(r.endpoint, faults, self.identify), methods=sorted((r.methods or set()) - {"HEAD"})
+            )
             for r in create_rest_routes(self.handler, context_builder=self.builder)
             if isinstance(r, Route)
         ]
@@ -272,6 +308,26 @@ class A2ASurface:
             *jsonrpc,
             Mount(prefix + REST_PATH, routes=rest),
         ]
+
+    async def identify(self, request: Request) -> AapError | None:
+        """The caller of a request the SDK answers, as the gateway authenticates it (anonymous without a
+        credential); a credential that does not authenticate is refused here, before any task is read."""
+        credentials = credentials_from_scope(request.scope)
+        dealership_id = str(request.path_params.get("dealership_id") or "")
+        try:
+            principal = await self.gateway.principal_for(
+                Invocation(
+                    action="",
+                    payload={},
+                    credentials=credentials,
+                    surface="a2a",
+                    anonymous_dealership=dealership_id,
+                )
+            )
+        except ForecourtError as exc:
+            return to_aap_error(exc)
+        request.scope[PRINCIPAL_SCOPE] = principal
+        return None
 
     def _doc(self, kind: str, *, by_host: bool = False) -> Endpoint:
         async def endpoint(request: Request) -> Response:

@@ -43,6 +43,7 @@ from forecourt.gateway.pipeline import Gateway
 from forecourt.outbound_urls import guarded_transport
 from forecourt.settings import Settings
 from forecourt.surfaces.a2a.app import push_url_validator
+from forecourt.surfaces.a2a.owners import OWNER, PRINCIPAL_SCOPE, principal_owner, task_owner
 from forecourt.surfaces.a2a.push import SignedPushSender
 from forecourt.surfaces.a2a.task_ends import TaskEnds
 from forecourt.surfaces.a2a.task_executor import GatewayTaskExecutor
@@ -62,13 +63,7 @@ VERSIONS_TABLE = "a2a_agent_task_versions"
 PUSH_TABLE = "a2a_agent_push_configs"
 EVENT_POLL_S = 0.1
 """How often a stream on one replica polls the shared event log for a task another replica runs."""
-_PRINCIPAL = "forecourt.principal"
 Endpoint = Callable[[Request], Awaitable[Response]]
-
-
-def task_owner(context: ServerCallContext) -> str:
-    """Tasks belong to the authenticated company member (``company/member``)."""
-    return str(context.state.get("owner") or "-")
 
 
 class MemberContextBuilder(DefaultServerCallContextBuilder):
@@ -77,10 +72,10 @@ class MemberContextBuilder(DefaultServerCallContextBuilder):
     def build(self, request: Request) -> ServerCallContext:
         """The SDK's call context plus the caller."""
         ctx = super().build(request)
-        principal = request.scope.get(_PRINCIPAL)
+        principal = request.scope.get(PRINCIPAL_SCOPE)
         ctx.state["principal"] = principal
         if isinstance(principal, Principal):
-            ctx.state["owner"] = f"{principal.company_id or '-'}/{principal.member_id or principal.subject or '-'}"
+            ctx.state[OWNER] = principal_owner(principal)
         return ctx
 
 
@@ -260,7 +255,7 @@ class GatewayAgentSurface:
                     raise Unauthorized()
             except ForecourtError as exc:
                 return _refusal(exc, jsonrpc=jsonrpc)
-            request.scope[_PRINCIPAL] = principal
+            request.scope[PRINCIPAL_SCOPE] = principal
             return await endpoint(request)
 
         return wrapped
