@@ -13,8 +13,8 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
-from forecourt.actions.base import Catalogue
 from forecourt.background import BackgroundTasks
+from forecourt.contract import Catalogue
 from forecourt.gateway.audit import AuditWriter
 from forecourt.gateway.audit_journal import audit_journal_for
 from forecourt.gateway.backends import Backends, build_backends

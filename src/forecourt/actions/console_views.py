@@ -28,9 +28,9 @@ from forecourt.actions.console_common import (
     require_admin,
     text,
 )
+from forecourt.contract import Principal
 from forecourt.domain.timeutil import parse_rfc3339
 from forecourt.errors import CompanyNotFound, Forbidden, InvalidParams, NotFound
-from forecourt.gateway.base import Principal
 from forecourt.store import console as queries
 from forecourt.store.base import AuditRecord
 

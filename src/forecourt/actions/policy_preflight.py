@@ -17,9 +17,9 @@ import httpx
 from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionContext
 from forecourt.actions.console_common import console_action, require_admin
 from forecourt.actions.toolsets import offered
+from forecourt.contract import Principal
 from forecourt.domain.tenancy import Policy
 from forecourt.errors import InvalidParams
-from forecourt.gateway.base import Principal
 from forecourt.gateway.overlay import policy_overlay
 
 if TYPE_CHECKING:

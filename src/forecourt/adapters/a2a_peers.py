@@ -22,8 +22,8 @@ from uuid import uuid4
 
 import httpx
 
-from forecourt.actions.base import AdapterResult, ExecutionContext
 from forecourt.adapters.errors import PeerNotConfigured, PeerUnavailable
+from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.domain.aap_spec import normalise_numbers
 from forecourt.errors import InvalidParams, UnsafeTarget
 from forecourt.netguard import check_url_async

@@ -18,7 +18,7 @@ from contextvars import ContextVar
 from datetime import datetime
 from typing import Any, Protocol
 
-from forecourt.actions.base import Action
+from forecourt.contract import Action
 from forecourt.domain.approvals import Approval
 from forecourt.domain.tenancy import MemberKind, Policy
 from forecourt.errors import ApprovalPending, ApprovalRejected

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from forecourt.actions.base import Action
+from forecourt.contract import Action
 from forecourt.domain.frozen import frozen
 from forecourt.gateway.base import Invocation, Principal
 from forecourt.gateway.redact import PII_KEYS, digest, redact_for_audit

@@ -8,13 +8,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from forecourt.domain.tenancy import Member
+# The caller and the credential an adapter gets are part of the contract between actions and adapters (they ride on
+# ExecutionContext); they are named here too because the gateway's stages make and hand them out.
+from forecourt.contract import AuthMethod, IssuedCredential, Principal
 
-AuthMethod = Literal["api_key", "oidc", "mtls", "anonymous", "internal"]
 Surface = Literal["rest", "mcp", "a2a", "stdio", "workflow", "internal", "cli", "console"]
+
+__all__ = [
+    "AuthMethod",
+    "Authenticator",
+    "CredentialProvider",
+    "Credentials",
+    "IdempotencyEntry",
+    "IdempotencyStore",
+    "Invocation",
+    "IssuedCredential",
+    "Outcome",
+    "Principal",
+    "RateDecision",
+    "RateLimiter",
+    "ResultCache",
+    "RevocationList",
+    "Surface",
+]
 
 
 @dataclass(frozen=True)
@@ -32,57 +50,6 @@ class Credentials:
     """The client as the trusted proxies forwarded it (``X-Forwarded-For``), else the TCP peer."""
     forwarded_for: str | None = None
     """``X-Forwarded-For`` as received; believed only from a trusted proxy (see gateway.client_address)."""
-
-
-@dataclass(frozen=True)
-class Principal:
-    """An authenticated caller."""
-
-    method: AuthMethod
-    company_id: str | None
-    member_id: str | None
-    profile_id: str | None = None
-    member: Member | None = None
-    scopes: frozenset[str] = frozenset()
-    dealership_ids: frozenset[str] = frozenset()
-    expires_at: datetime | None = None
-    key_prefix: str | None = None
-    subject: str | None = None
-    client_address: str | None = None
-
-    @property
-    def agent_id(self) -> str | None:
-        """``profiles/{profileId}/companies/{companyId}/team/{memberId}`` for members, else ``None``."""
-        if self.member is not None:
-            return self.member.agent_id
-        return None
-
-    @classmethod
-    def of_member(cls, member: Member, method: AuthMethod = "api_key", **more: Any) -> Principal:
-        """``member`` with all its own scopes and rooftops (a credential that narrows nothing); ``more`` sets the
-        rest (``subject``, ``expires_at``, ``client_address``, ...)."""
-        return cls(
-            method=method,
-            company_id=member.company_id,
-            member_id=member.id,
-            profile_id=member.profile_id,
-            member=member,
-            scopes=frozenset(member.scopes),
-            dealership_ids=frozenset(member.dealership_ids),
-            **more,
-        )
-
-    @property
-    def anonymous(self) -> bool:
-        """Whether the caller presented no credential (public AAP skills only)."""
-        return self.method == "anonymous"
-
-    @property
-    def rate_key(self) -> str:
-        """The identity rate limits count against."""
-        if self.member_id:
-            return f"{self.company_id}/{self.member_id}"
-        return f"anon/{self.client_address or 'unknown'}"
 
 
 @dataclass(frozen=True)
@@ -198,21 +165,6 @@ class Authenticator(Protocol):
     """Turns presented credentials into a principal, or declines (``None``) so the next one can try."""
 
     async def authenticate(self, credentials: Credentials, company_hint: str | None) -> Principal | None: ...
-
-
-@dataclass(frozen=True)
-class IssuedCredential:
-    """A short-lived credential for one adapter call; never logged, never returned, never cached."""
-
-    kind: Literal["bearer", "api_key", "basic", "none"]
-    value: str = ""
-    expires_at: datetime | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    provider: str = ""
-    """Which provider type issued it (``google``, ``jwt``, ``secret``; set by the broker)."""
-
-    def __repr__(self) -> str:
-        return f"IssuedCredential(kind={self.kind!r}, value='***', expires_at={self.expires_at!r})"
 
 
 class CredentialProvider(Protocol):

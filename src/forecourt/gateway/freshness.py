@@ -43,7 +43,7 @@ from prometheus_client import CollectorRegistry, Counter
 from forecourt.gateway.redact import canonical_json
 
 if TYPE_CHECKING:
-    from forecourt.actions.base import Action
+    from forecourt.contract import Action
     from forecourt.domain.tenancy import Dealership
 
 __all__ = ["ChangeGenerations"]

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from forecourt.actions.base import Action
+from forecourt.contract import Action
 from forecourt.domain.tenancy import Policy
 from forecourt.errors import RateLimited
 from forecourt.gateway.base import Principal, RateDecision

@@ -21,7 +21,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionContext
+from forecourt.contract import Action, AdapterResult, Catalogue, ExecutionContext
 from forecourt.domain.tenancy import Dealership
 from forecourt.errors import (
     ForecourtError,

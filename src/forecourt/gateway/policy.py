@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from forecourt.actions.base import Action
+from forecourt.contract import Action
 from forecourt.domain.tenancy import Dealership, Policy
 from forecourt.errors import (
     Forbidden,

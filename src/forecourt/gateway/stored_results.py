@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from forecourt.actions.base import AdapterResult
+from forecourt.contract import AdapterResult
 from forecourt.errors import IdempotencyConflict, IdempotencyInProgress
 from forecourt.gateway.base import IdempotencyStore, ResultCache
 from forecourt.gateway.redact import canonical_json, digest

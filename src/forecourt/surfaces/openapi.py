@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from forecourt.actions.base import Action, Catalogue
+from forecourt.contract import Action, Catalogue
 from forecourt.surfaces.admin_api import _QUERY_PARAMS, _ROUTES
 
 if TYPE_CHECKING:

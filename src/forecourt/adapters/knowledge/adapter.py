@@ -14,7 +14,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from forecourt.actions.base import AdapterResult, ExecutionContext
 from forecourt.adapters.errors import DocumentNotFound
 from forecourt.adapters.knowledge.embedders import Embedder, EmbedderRegistry
 from forecourt.adapters.knowledge.inventory_nl import InventoryIntent, Vocabulary, parse_inventory_request
@@ -33,6 +32,7 @@ from forecourt.adapters.knowledge.vector_store import (
     similar_vectors,
     store_vectors,
 )
+from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.domain.knowledge import ChunkFilter
 from forecourt.errors import Forbidden, ForecourtError, InvalidParams, TenancyDenied, UnknownAction
 

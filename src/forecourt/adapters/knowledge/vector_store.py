@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from forecourt.actions.base import ExecutionContext
 from forecourt.adapters.errors import VectorNotFound
+from forecourt.contract import ExecutionContext
 from forecourt.errors import InvalidParams
 from forecourt.store.vectors import VectorRecord, VectorRepository, VectorScope
 

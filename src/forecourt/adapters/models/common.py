@@ -1,7 +1,7 @@
 """What every model runtime adapter shares: the normalised request, the seed-001 result, error mapping.
 
 A model action's payload (seed 001 §3: ``{model, input, params: {temperature, maxOutputTokens}}``) becomes one
-:class:`ModelRequest`; each runtime answers with a :class:`~forecourt.actions.base.AdapterResult` of type
+:class:`ModelRequest`; each runtime answers with a :class:`~forecourt.contract.AdapterResult` of type
 ``model.textCompletion`` (``output``: the text), ``model.embedding`` (``output``: one vector per input) or
 ``model.inference`` (raw tensors), with ``metadata{tokens, model, runtime, ...}``.
 
@@ -22,8 +22,8 @@ from typing import Any, Generic, Literal, TypeVar
 
 import httpx
 
-from forecourt.actions.base import AdapterResult
 from forecourt.adapters.errors import ModelNotFound, ModelRequestRejected, RuntimeNotConfigured, UpstreamForbidden
+from forecourt.contract import AdapterResult
 from forecourt.errors import (
     ForecourtError,
     InvalidParams,

@@ -17,8 +17,8 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
-from forecourt.actions.base import ExecutionContext
 from forecourt.adapters.errors import GpuQuotaExceeded
+from forecourt.contract import ExecutionContext
 from forecourt.gateway.backends.slots import SlotPool, build_slot_pool
 
 if TYPE_CHECKING:

@@ -24,7 +24,6 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from forecourt.actions.base import AdapterResult, ExecutionContext
 from forecourt.adapters.models.common import (
     INFERENCE_RESULT,
     LoopLocal,
@@ -41,6 +40,7 @@ from forecourt.adapters.models.nvidia_admin import ADMIN_ACTIONS, NvidiaAdmin
 from forecourt.adapters.models.nvidia_finetune import CustomizerJobs, JobSlots
 from forecourt.adapters.models.openai_compat import OpenAICompatRuntime
 from forecourt.adapters.models.triton_versions import VersionRoute, VersionRouter, triton_errors
+from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.errors import InvalidParams, UpstreamError
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from forecourt.actions.base import AdapterResult, ExecutionContext
 from forecourt.adapters.models.triton_versions import group_index, pinned_versions, triton_errors, version_config
+from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.errors import Forbidden, InternalError, InvalidParams
 
 if TYPE_CHECKING:

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from forecourt.actions.base import ExecutionContext
 from forecourt.adapters.models.common import (
     LoopLocal,
     auth_headers,
@@ -30,6 +29,7 @@ from forecourt.adapters.models.common import (
     upstream_error,
 )
 from forecourt.adapters.models.jobs import RemoteState
+from forecourt.contract import ExecutionContext
 from forecourt.errors import Timeout
 from forecourt.store.model_jobs import ModelJob
 

@@ -12,7 +12,6 @@ import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from forecourt.actions.base import AdapterResult, ExecutionContext
 from forecourt.adapters.models.common import (
     LoopLocal,
     ModelChunk,
@@ -26,6 +25,7 @@ from forecourt.adapters.models.common import (
     text_result,
     upstream_error,
 )
+from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.errors import InvalidParams, Timeout
 from forecourt.outbound_urls import guarded_transport2
 

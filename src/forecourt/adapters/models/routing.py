@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from forecourt.actions.base import AdapterResult, ExecutionContext
 from forecourt.adapters.errors import ModelNotFound
+from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.domain.tenancy import Policy
 from forecourt.errors import InvalidParams, PolicyDenied
 from forecourt.gateway.base import Invocation

@@ -25,7 +25,6 @@ import httpx
 from google.auth import credentials as google_credentials
 from google.auth import exceptions as google_exceptions
 
-from forecourt.actions.base import AdapterResult, ExecutionContext
 from forecourt.adapters.errors import RuntimeNotConfigured
 from forecourt.adapters.models.common import (
     LoopLocal,
@@ -42,6 +41,7 @@ from forecourt.adapters.models.common import (
 from forecourt.adapters.models.jobs import JobActions
 from forecourt.adapters.models.vertex_rest import BatchPredictionJobs, VertexRest
 from forecourt.adapters.models.vertex_sessions import ConversationMemory, session_id
+from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.errors import InvalidParams, Timeout
 
 if TYPE_CHECKING:  # google-genai is imported on first use: ~0.3 s and tens of MB in every process otherwise

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from forecourt.actions.base import AdapterResult, ExecutionContext
 from forecourt.adapters.errors import RuntimeNotConfigured
 from forecourt.adapters.models.common import (
     LoopLocal,
@@ -33,6 +32,7 @@ from forecourt.adapters.models.common import (
     upstream_error,
 )
 from forecourt.adapters.models.jobs import RemoteState
+from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.errors import InvalidParams, Timeout
 from forecourt.store.model_jobs import ModelJob
 

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from forecourt.actions.base import AdapterResult, ExecutionContext
 from forecourt.adapters.models.common import Message, ModelRequest
+from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.errors import InvalidParams
 from forecourt.gateway.backends.sessions import SessionMemory, build_session_memory
 

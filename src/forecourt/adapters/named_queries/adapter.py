@@ -12,7 +12,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
-from forecourt.actions.base import AdapterResult, ExecutionContext
+from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.domain.errors import QueryNotFound
 from forecourt.domain.named_queries import parse_definition
 from forecourt.errors import DealershipNotFound, Forbidden, InvalidParams, UnknownAction

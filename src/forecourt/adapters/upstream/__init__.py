@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from forecourt.actions.base import Catalogue
     from forecourt.background import BackgroundTasks
+    from forecourt.contract import Catalogue
     from forecourt.gateway.pipeline import Gateway
     from forecourt.settings import Settings
     from forecourt.store.base import Store

@@ -17,10 +17,10 @@ from mcp import Client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from forecourt.actions.base import AdapterResult, ExecutionContext
 from forecourt.adapters.upstream.hub import Binding, UpstreamHub, spec_public
 from forecourt.adapters.upstream.pool import UpstreamSession
 from forecourt.adapters.upstream.relay import RELAY
+from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.domain.errors import NamespaceTaken, UpstreamNotFound
 from forecourt.domain.upstreams import ADAPTER_ID, parse_spec, require_operator_for
 from forecourt.errors import Forbidden, InvalidParams, TenancyDenied, UnknownAction, UpstreamUnavailable

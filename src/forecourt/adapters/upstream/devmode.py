@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 
+from forecourt.contract import Principal
 from forecourt.errors import Unauthorized
-from forecourt.gateway.base import Principal
 from forecourt.store.base import Store
 
 logger = logging.getLogger(__name__)

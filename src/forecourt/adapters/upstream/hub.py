@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 import mcp_types as types
 
-from forecourt.actions.base import Action, Catalogue
 from forecourt.adapters.upstream.pool import UpstreamSession
+from forecourt.contract import Action, Catalogue
 from forecourt.domain.upstreams import ADAPTER_ID, Registered, UpstreamSpec, forward_action_name, tool_name
 from forecourt.errors import ForecourtError
 from forecourt.settings import Settings

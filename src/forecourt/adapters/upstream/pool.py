@@ -31,9 +31,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from forecourt.adapters.errors import UpstreamProtocolError
 from forecourt.adapters.upstream.relay import SAMPLING, detached, on_elicitation, on_log, on_sampling
+from forecourt.contract import IssuedCredential
 from forecourt.domain.upstreams import Registered
 from forecourt.errors import ForecourtError, UpstreamUnavailable
-from forecourt.gateway.base import IssuedCredential
 from forecourt.netguard import check_url_async
 from forecourt.outbound_urls import guarded_transport2
 from forecourt.settings import Settings

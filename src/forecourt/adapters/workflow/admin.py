@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from forecourt.actions.base import AdapterResult, ExecutionContext
 from forecourt.adapters.workflow import engine
 from forecourt.adapters.workflow.definitions import SHIPPED_VERSION, shipped
 from forecourt.adapters.workflow.repository import DefinitionRecord, WorkflowRepository
+from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.errors import Forbidden
 
 ADAPTER_ID = "workflow-admin"

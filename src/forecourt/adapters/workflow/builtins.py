@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from forecourt.actions.base import ExecutionContext
 from forecourt.adapters.workflow.repository import WorkflowRepository
+from forecourt.contract import ExecutionContext
 from forecourt.errors import InvalidParams
 
 Builtin = Callable[[dict[str, Any], ExecutionContext, str], Awaitable[Any]]

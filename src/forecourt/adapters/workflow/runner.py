@@ -26,7 +26,6 @@ from typing import Any
 
 from SpiffWorkflow.exceptions import SpiffWorkflowException  # type: ignore[import-untyped]
 
-from forecourt.actions.base import Catalogue, ExecutionContext
 from forecourt.adapters.workflow import engine
 from forecourt.adapters.workflow.builtins import Builtins
 from forecourt.adapters.workflow.definitions import resolve
@@ -39,6 +38,7 @@ from forecourt.adapters.workflow.errors import (
 )
 from forecourt.adapters.workflow.repository import RunRecord, WorkflowRepository
 from forecourt.adapters.workflow.views import run_view, summary_view, validate_submission
+from forecourt.contract import Catalogue, ExecutionContext
 from forecourt.errors import ForecourtError, InternalError, UnknownAction
 
 logger = logging.getLogger(__name__)

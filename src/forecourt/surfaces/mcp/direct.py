@@ -39,7 +39,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
-from forecourt.actions.base import Action
+from forecourt.contract import Action
 from forecourt.surfaces.mcp.http import CALLER_KEY, Caller
 
 if TYPE_CHECKING:

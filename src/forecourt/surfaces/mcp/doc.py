@@ -11,8 +11,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from forecourt.actions.base import Action, Catalogue
 from forecourt.actions.toolsets import TOOLSETS, in_toolset
+from forecourt.contract import Action, Catalogue
 from forecourt.surfaces.mcp.tokens import measure
 from forecourt.surfaces.mcp.tools import ToolSet, exposed, tool_name
 

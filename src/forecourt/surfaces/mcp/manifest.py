@@ -19,7 +19,7 @@ from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from forecourt.actions.base import Catalogue
+from forecourt.contract import Catalogue
 from forecourt.domain.events import ResourceType
 from forecourt.settings import Settings
 from forecourt.surfaces.mcp.tools import exposed

@@ -17,8 +17,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from forecourt.actions.base import Action
 from forecourt.actions.common import DEALERSHIP_ID
+from forecourt.contract import Action
 from forecourt.surfaces.openapi import self_contained
 
 AAP_PREFIX = "aap."

@@ -31,9 +31,9 @@ from mcp.shared.inbound import X_MCP_HEADER_KEY as X_MCP_HEADER
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from forecourt.actions.base import Action
 from forecourt.actions.toolsets import NameMode, name_mode, offered
 from forecourt.adapters.upstream.spec import ADAPTER_ID as UPSTREAM_ADAPTER_ID
+from forecourt.contract import Action
 from forecourt.domain.tenancy import Member
 from forecourt.errors import Expired, ForecourtError, InvalidParams, Unauthorized
 from forecourt.events import OutboxDispatcher

@@ -25,8 +25,8 @@ import mcp_types as types
 import orjson
 from mcp import MCPError
 
-from forecourt.actions.base import Action, Catalogue
 from forecourt.actions.toolsets import NameMode, llm_name, llm_names
+from forecourt.contract import Action, Catalogue
 from forecourt.errors import ForecourtError
 from forecourt.surfaces.mcp import schemas, views
 from forecourt.surfaces.mcp.errors import ResultTooLarge

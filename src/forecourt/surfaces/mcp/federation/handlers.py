@@ -59,7 +59,7 @@ from forecourt.surfaces.mcp.tools import error_result, protocol_error
 from forecourt.surfaces.mcp.uris import parse_uri
 
 if TYPE_CHECKING:
-    from forecourt.actions.base import Action
+    from forecourt.contract import Action
     from forecourt.surfaces.mcp.http import Caller
     from forecourt.surfaces.mcp.server import McpSurface
 
