@@ -86,3 +86,11 @@ def redis_prefix(redis_url: str) -> Iterator[str]:
             client.delete(key)
     finally:
         client.close()
+
+
+@pytest.fixture(autouse=True)
+def _empty_caches() -> None:
+    """Every test starts with the process's caches empty (``forecourt.caching``: the one switch)."""
+    from forecourt import caching
+
+    caching.clear_all()

@@ -96,6 +96,7 @@ class RuntimeSampler:
     async def sample_once(self) -> None:
         """Take one sample of every gauge."""
         self._sample_process()
+        self.metrics.process_caches.sync()
         self._sample_pool()
         await self._sample_database()
         if self.redis_ping is not None:

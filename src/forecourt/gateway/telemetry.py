@@ -41,6 +41,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from opentelemetry.util.types import Attributes
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from forecourt import caching
 from forecourt.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -93,6 +94,7 @@ class Metrics:
     delivery_backlog: Gauge
     certificate_expiry: Gauge
     client_faults: Counter
+    process_caches: ProcessCaches
 
 
 def build_metrics() -> Metrics:
@@ -205,7 +207,47 @@ def build_metrics() -> Metrics:
             registry=reg,
             multiprocess_mode="livemin",
         ),
+        process_caches=ProcessCaches(reg),
     )
+
+
+class ProcessCaches:
+    """The counts of every cache of the process (``forecourt.caching``) as Prometheus series, one per cache name.
+
+    The caches count in plain integers (a hit costs no metric call); :meth:`sync` adds what they counted since the
+    last sync to ``forecourt_process_cache_{hits,misses,evictions}_total`` and sets ``forecourt_process_cache_entries``.
+    The runtime sampler syncs every sample and ``/metrics`` before it answers, so under ``--workers N`` each worker
+    writes its own values (multiprocess files, added up) and a single process is exact at each scrape.
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        labels = ["cache"]
+        self.hits = Counter("forecourt_process_cache_hits", "Cache hits by cache", labels, registry=registry)
+        self.misses = Counter("forecourt_process_cache_misses", "Cache misses by cache", labels, registry=registry)
+        self.evictions = Counter(
+            "forecourt_process_cache_evictions", "Entries dropped for size or age, by cache", labels, registry=registry
+        )
+        self.entries = Gauge(
+            "forecourt_process_cache_entries",
+            "Entries held now, by cache",
+            labels,
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self._synced: dict[str, tuple[int, int, int]] = {}
+
+    def sync(self) -> None:
+        """Bring the series up to the caches' counts now."""
+        for info in caching.snapshot():
+            hits, misses, evictions = self._synced.get(info.name, (0, 0, 0))
+            if info.hits > hits:
+                self.hits.labels(info.name).inc(info.hits - hits)
+            if info.misses > misses:
+                self.misses.labels(info.name).inc(info.misses - misses)
+            if info.evictions > evictions:
+                self.evictions.labels(info.name).inc(info.evictions - evictions)
+            self.entries.labels(info.name).set(info.entries)
+            self._synced[info.name] = (max(hits, info.hits), max(misses, info.misses), max(evictions, info.evictions))
 
 
 @dataclass

@@ -86,6 +86,7 @@ def health_routes(
 
 def exposition(metrics: Metrics, multiprocess_dir: Path | None) -> bytes:
     """The Prometheus text of this process, or of every worker when prometheus-client runs multiprocess."""
+    metrics.process_caches.sync()
     if multiprocess_dir is None:
         return generate_latest(metrics.registry)
     from prometheus_client.multiprocess import MultiProcessCollector

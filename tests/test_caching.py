@@ -1,0 +1,137 @@
+"""The one cache seam: named, bounded, aging caches with counts per name, one switch to empty them all."""
+
+from __future__ import annotations
+
+import gc
+import uuid
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from forecourt import caching
+from forecourt.gateway.telemetry import ProcessCaches
+
+
+def _name() -> str:
+    return f"test.{uuid.uuid4().hex[:8]}"
+
+
+def _info(name: str) -> caching.CacheInfo:
+    return next(i for i in caching.snapshot() if i.name == name)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_cache_keeps_at_most_its_size_dropping_the_least_recently_used() -> None:
+    name = _name()
+    cache = caching.lru(name, 2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1  # "b" is now the least recently used
+    cache.put("c", 3)
+    assert (cache.get("a"), cache.get("b"), cache.get("c")) == (1, None, 3)
+    info = _info(name)
+    assert (info.hits, info.misses, info.evictions, info.entries, info.size) == (3, 1, 1, 2, 2)
+    assert info.hit_rate == 0.75
+
+
+def test_an_aging_cache_forgets_an_entry_once_it_is_as_old_as_its_max_age() -> None:
+    name, clock = _name(), FakeClock()
+    cache = caching.lru(name, 10, max_age_s=5.0, clock=clock)
+    cache.put("k", "v")
+    cache.put("short", "v", max_age_s=1.0)
+    clock.now += 1.0
+    assert (cache.get("k"), cache.get("short")) == ("v", None)
+    clock.now += 4.0
+    assert cache.get("k") is None
+    assert len(cache) == 0
+    assert _info(name).evictions == 2
+
+
+def test_an_entry_age_is_refused_by_a_cache_that_does_not_age() -> None:
+    with pytest.raises(ValueError, match="does not age"):
+        caching.lru(_name(), 1).put("k", "v", max_age_s=1.0)
+
+
+def test_caches_of_one_name_are_counted_together() -> None:
+    name = _name()
+    first, second = caching.lru(name, 4), caching.lru(name, 4)
+    first.put(1, 1)
+    second.put(2, 2)
+    assert (first.get(1), second.get(2), first.get(1)) == (1, 2, 1)
+    info = _info(name)
+    assert (info.hits, info.entries) == (3, 2)
+    del second
+    gc.collect()
+    assert _info(name).entries == 1  # a cache that is gone holds nothing
+
+
+def test_clear_all_empties_every_cache_and_keeps_the_counts() -> None:
+    name = _name()
+    cache = caching.lru(name, 4)
+    cache.put(1, 1)
+    assert cache.get(1) == 1
+    caching.clear_all()
+    assert (len(cache), cache.get(1)) == (0, None)
+    assert (_info(name).hits, _info(name).misses) == (1, 1)
+
+
+def test_a_disabled_cache_misses_every_time_until_enabled_again() -> None:
+    name = _name()
+    cache = caching.lru(name, 4)
+    cache.put(1, 1)
+    caching.disable(name)
+    try:
+        later = caching.lru(name, 4)
+        for one in (cache, later):
+            one.put(2, 2)
+            assert (one.get(1), one.get(2), len(one)) == (None, None, 0)
+    finally:
+        caching.enable_all()
+    cache.put(1, 1)
+    assert cache.get(1) == 1
+
+
+def test_a_held_memo_answers_only_for_the_very_object_it_holds() -> None:
+    made: list[int] = []
+
+    def make(schema: dict[str, str]) -> str:
+        made.append(id(schema))
+        return schema["type"]
+
+    memo: caching.HeldMemo[dict[str, str], str] = caching.HeldMemo(_name(), 1, make)
+    first = {"type": "integer"}
+    assert memo(first) == memo(first) == "integer"
+    assert len(made) == 1
+    for _ in range(50):  # whether or not a new object lands on a freed address, it is derived afresh
+        memo.clear()
+        del first
+        first = {"type": "string"}
+        assert memo(first) == "string"
+        first = {"type": "integer"}
+        assert memo(first) == "integer"
+
+
+def test_the_counts_of_every_cache_become_prometheus_series_per_cache() -> None:
+    name = _name()
+    cache = caching.lru(name, 1)
+    registry = CollectorRegistry()
+    series = ProcessCaches(registry)
+    cache.put(1, 1)
+    cache.get(1)
+    cache.get(2)
+    cache.put(2, 2)
+    series.sync()
+    cache.get(2)
+    series.sync()
+    text = generate_latest(registry).decode()
+    assert f'forecourt_process_cache_hits_total{{cache="{name}"}} 2.0' in text
+    assert f'forecourt_process_cache_misses_total{{cache="{name}"}} 1.0' in text
+    assert f'forecourt_process_cache_evictions_total{{cache="{name}"}} 1.0' in text
+    assert f'forecourt_process_cache_entries{{cache="{name}"}} 1.0' in text
