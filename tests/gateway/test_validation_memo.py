@@ -70,3 +70,20 @@ def test_an_instance_that_is_not_plain_json_is_still_validated() -> None:
     for _ in range(2):
         validator.validate({"type": "object"}, {"at": datetime(2026, 11, 24, tzinfo=UTC)})
     assert validator.walks == 2
+
+
+def _schema_of_n(kind: str) -> dict[str, Any]:
+    return {"type": "object", "properties": {"n": {"type": kind}}}
+
+
+def test_a_schema_rebuilt_at_a_recycled_address_is_validated_by_its_own_rules() -> None:
+    # An upstream's tools rebuilt: the old schema is gone and the new one often lands on its address.
+    validator = SchemaValidator()
+    for _ in range(100):
+        old = _schema_of_n("integer")
+        validator.validate(old, {"n": 2})
+        del old
+        new = _schema_of_n("string")
+        validator.validate(new, {"n": "two"})
+        with pytest.raises(InvalidParams):
+            validator.validate(new, {"n": 2})

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +11,8 @@ import orjson
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from forecourt import caching
+from forecourt.domain.frozen import frozen
 from forecourt.errors import InvalidParams
 
 _MAX_REPORTED = 5
@@ -60,6 +61,33 @@ def _describe(error: ValidationError) -> dict[str, Any]:
 
 
 VALID_MEMO = 2048
+SCHEMAS_KEPT = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledSchema:
+    """What the gateway derives from one input schema: its value key, its validator and where it lifts strings."""
+
+    key: bytes
+    """The schema's canonical JSON: equal for equal schemas, whatever object holds them."""
+    validator: Draft202012Validator
+    lift: _Lift
+
+
+def _compile(schema: Mapping[str, Any]) -> CompiledSchema:
+    try:
+        key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # not plain JSON (a schema built in code with other values): its text, as near a value as any
+        key = repr(sorted(schema.items(), key=lambda kv: str(kv[0]))).encode()
+    validator = Draft202012Validator(dict(schema), format_checker=Draft202012Validator.FORMAT_CHECKER)
+    return CompiledSchema(key, validator, _compile_lift(schema, 0))
+
+
+compiled_schema: caching.HeldMemo[Mapping[str, Any], CompiledSchema] = caching.HeldMemo(
+    "gateway.validation.schemas", SCHEMAS_KEPT, _compile
+)
+"""The compiled form of a schema object, held while it is kept: a schema rebuilt at a recycled address (an
+upstream's tools reloaded) is compiled afresh, never validated by the rules of the one that lived there before."""
 
 
 class SchemaValidator:
@@ -67,38 +95,34 @@ class SchemaValidator:
 
     Validation is a pure function of the schema and the instance (formats included), and callers repeat the
     same few payloads (an agent paging through a search, the same question from many shoppers): the last
-    ``VALID_MEMO`` valid instances per process are kept by their canonical JSON, so a repeated payload costs one
-    ``orjson.dumps`` instead of a walk of the schema.
+    ``VALID_MEMO`` valid instances per process are kept by the schema's value (its canonical JSON) and the
+    instance's frozen form (``domain/frozen.py``; the pipeline passes the one it made for the call).
     """
 
     def __init__(self) -> None:
-        self._compiled: dict[int, Draft202012Validator] = {}
-        self._valid: OrderedDict[tuple[int, bytes], None] = OrderedDict()
+        self._valid: caching.Cache[tuple[bytes, Hashable], bool] = caching.lru(
+            "gateway.validation.valid_payloads", VALID_MEMO
+        )
 
     def _validator(self, schema: Mapping[str, Any]) -> Draft202012Validator:
-        key = id(schema)
-        validator = self._compiled.get(key)
-        if validator is None:
-            validator = Draft202012Validator(dict(schema), format_checker=Draft202012Validator.FORMAT_CHECKER)
-            self._compiled[key] = validator
-        return validator
+        return compiled_schema(schema).validator
 
-    def validate(self, schema: Mapping[str, Any], instance: Any, *, what: str = "payload") -> None:
-        """Raise :class:`InvalidParams` listing every violation's path and rule (never the values)."""
-        validator = self._validator(schema)
-        try:
-            key: tuple[int, bytes] | None = (id(schema), orjson.dumps(instance, option=orjson.OPT_SORT_KEYS))
-        except TypeError:  # not plain JSON (a script's own values): checked every time
-            key = None
-        if key is not None and key in self._valid:
-            self._valid.move_to_end(key)
+    def validate(
+        self, schema: Mapping[str, Any], instance: Any, *, what: str = "payload", form: Hashable | None = None
+    ) -> None:
+        """Raise :class:`InvalidParams` listing every violation's path and rule (never the values).
+
+        ``form``: ``frozen(instance)`` when the caller has it already (``None``: frozen here).
+        """
+        if form is None:
+            form = frozen(instance)
+        key = (compiled_schema(schema).key, form) if form is not None else None  # None: not plain JSON, always walked
+        if key is not None and self._valid.get(key):
             return
-        errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
+        errors = sorted(self._validator(schema).iter_errors(instance), key=lambda e: list(e.absolute_path))
         if not errors:
             if key is not None:
-                self._valid[key] = None
-                if len(self._valid) > VALID_MEMO:
-                    self._valid.popitem(last=False)
+                self._valid.put(key, True)
             return
         problems = [_describe(e) for e in errors[:_MAX_REPORTED]]
         first = problems[0]
@@ -127,20 +151,7 @@ class _Lift:
 
 
 _NOTHING = _Lift()
-_LIFTS: dict[int, tuple[Mapping[str, Any], _Lift]] = {}  # by schema identity (an action's schema lives as long)
-_LIFTS_KEPT = 4096
 _MAX_DEPTH = 256  # deeper than any JSON a front door accepts (FORECOURT_MAX_JSON_DEPTH)
-
-
-def _lift_of(schema: Mapping[str, Any]) -> _Lift:
-    known = _LIFTS.get(id(schema))
-    if known is not None and known[0] is schema:
-        return known[1]
-    lift = _compile_lift(schema, 0)
-    if len(_LIFTS) >= _LIFTS_KEPT:
-        _LIFTS.clear()
-    _LIFTS[id(schema)] = (schema, lift)
-    return lift
 
 
 def _compile_lift(schema: Any, depth: int) -> _Lift:
@@ -185,7 +196,7 @@ def accept_single_strings(schema: Mapping[str, Any], instance: Any) -> Any:
     Callers write ``"make": "Toyota"`` as often as ``"make": ["Toyota"]``; every action, on every front door,
     accepts both because the gateway applies this once, before validation. Nested objects and lists of
     objects are followed; anything else is returned as it is (validation then judges it). Where a schema can
-    take a lone string is worked out once per schema (it is an action's, and lives as long).
+    take a lone string is worked out once per schema, with its validator (:data:`compiled_schema`).
     """
-    lift = _lift_of(schema)
+    lift = compiled_schema(schema).lift
     return instance if lift is _NOTHING else _lifted(lift, instance)
