@@ -168,6 +168,13 @@ class Cache(_Clearable, Generic[K, V]):
                 break
             self._counts.evictions += 1
 
+    def peek(self, key: K) -> V | None:
+        """The value kept under ``key`` whatever its age, without counting or reordering (``None``: none kept)."""
+        entry = self._data.get(key)
+        if entry is not None and self._aging:
+            return entry[1]  # type: ignore[no-any-return]
+        return entry
+
     def pop(self, key: K) -> V | None:
         """Forget ``key``; the value it held (``None`` when there was none)."""
         entry = self._data.pop(key, None)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sized
 from typing import Any
 
 import pytest
@@ -82,3 +83,23 @@ async def test_a_key_for_several_dealerships_must_name_one(rig: Rig) -> None:
     response = await rig.call("dealer.information", {})
     assert (response.status_code, error_code(response)) == (422, "invalid_params")
     assert response.json()["status"]["error"]["details"]["errors"][0]["path"] == "/dealership_id"
+
+
+def _entries_held(holder: object) -> int:
+    """Entries in every container an object keeps (its caches, whatever they are made of)."""
+    return sum(len(v) for v in vars(holder).values() if isinstance(v, Sized) and not isinstance(v, str | bytes))
+
+
+async def test_calls_naming_rooftops_that_do_not_exist_cannot_grow_the_tenancy_cache(rig: Rig) -> None:
+    for _ in range(1500):
+        call = Invocation(
+            action="dealer.information",
+            payload={"dealership_id": f"nope-{uuid.uuid4()}"},
+            credentials=Credentials(bearer=rig.keys["crm"]),
+            surface="rest",
+        )
+        with pytest.raises(ForecourtError) as info:
+            await rig.gateway.invoke(call)
+        assert info.value.code == "auth.tenancy_denied"
+    assert _entries_held(rig.gateway.tenancy) <= 300  # a few hundred unknown ids at most, whoever asks
+    assert (await rig.call("dealer.information", {"dealership_id": TOYOTA})).status_code == 200

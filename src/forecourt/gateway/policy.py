@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
+from forecourt import caching
 from forecourt.contract import Action
 from forecourt.domain.tenancy import Dealership, Policy
 from forecourt.errors import (
@@ -169,46 +170,61 @@ def _anonymous_decision(action: Action, dealership: Dealership | None) -> Decisi
 
 
 class TenancyCache:
-    """Dealerships and company policies, read through a short-lived in-process cache.
+    """Dealerships and company policies, read through short-lived in-process caches (``forecourt.caching``).
 
     Policy edits made through the admin API invalidate this replica at once; other replicas pick
-    them up within ``ttl_s`` seconds (documented in docs/operations.md).
+    them up within ``ttl_s`` seconds (documented in docs/operations.md). Every cache is bounded: ids that name no
+    dealership are remembered apart, in a small cache of their own, so callers naming rooftops that do not exist
+    neither grow memory nor push the real ones out.
     """
+
+    DEALERSHIPS_KEPT = 4096
+    UNKNOWN_KEPT = 256
+    POLICIES_KEPT = 4096
 
     def __init__(self, store: Store, ttl_s: float = 5.0, clock: Callable[[], float] = time.monotonic) -> None:
         self._store = store
-        self._ttl = ttl_s
-        self._clock = clock
-        self._dealerships: dict[str, tuple[float, Dealership | None]] = {}
-        self._policies: dict[str, tuple[float, list[Policy]]] = {}
+        self._dealerships: caching.Cache[str, Dealership] = caching.lru(
+            "gateway.tenancy.dealerships", self.DEALERSHIPS_KEPT, max_age_s=ttl_s, clock=clock
+        )
+        self._unknown: caching.Cache[str, bool] = caching.lru(
+            "gateway.tenancy.unknown_dealerships", self.UNKNOWN_KEPT, max_age_s=ttl_s, clock=clock
+        )
+        self._policies: caching.Cache[str, list[Policy]] = caching.lru(
+            "gateway.tenancy.policies", self.POLICIES_KEPT, max_age_s=ttl_s, clock=clock
+        )
         self.on_invalidate: list[Callable[[], None]] = []
         """Other caches of tenant settings to clear together with this one."""
 
     async def dealership(self, dealership_id: str) -> Dealership | None:
         """The dealership, or ``None`` when it does not exist."""
-        hit = self._dealerships.get(dealership_id)
-        now = self._clock()
-        if hit is not None and hit[0] > now:
-            return hit[1]
+        found = self._dealerships.get(dealership_id)
+        if found is not None or self._unknown.get(dealership_id):
+            return found
         async with self._store.read() as uow:
             found = await uow.tenancy.get_dealership(dealership_id)
-        self._dealerships[dealership_id] = (now + self._ttl, found)
+        if found is None:
+            self._unknown.put(dealership_id, True)
+        else:
+            self._dealerships.put(dealership_id, found)
         return found
 
     async def policies(self, company_id: str | None) -> list[Policy]:
-        """The company's policies (empty for anonymous and internal callers)."""
+        """The company's policies (empty for anonymous and internal callers).
+
+        A new list each time they are read from the store (``gateway/limits.RememberedRules`` relies on it).
+        """
         if company_id is None:
             return []
         proposed = overlaid(company_id)
         if proposed is not None:
             return proposed
-        hit = self._policies.get(company_id)
-        now = self._clock()
-        if hit is not None and hit[0] > now:
-            return hit[1]
+        found = self._policies.get(company_id)
+        if found is not None:
+            return found
         async with self._store.read() as uow:
             found = await uow.tenancy.list_policies(company_id)
-        self._policies[company_id] = (now + self._ttl, found)
+        self._policies.put(company_id, found)
         return found
 
     async def dealership_ids(self, company_id: str) -> list[str]:
@@ -235,12 +251,12 @@ class TenancyCache:
         proposed = overlaid(company_id)
         if proposed is not None:
             return proposed
-        hit = self._policies.get(company_id)
-        return hit[1] if hit is not None else []
+        return self._policies.peek(company_id) or []
 
     def invalidate(self) -> None:
         """Forget everything (after an admin change on this replica)."""
         self._dealerships.clear()
+        self._unknown.clear()
         self._policies.clear()
         for listener in self.on_invalidate:
             listener()
