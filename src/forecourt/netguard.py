@@ -19,57 +19,13 @@ import socket
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit
 
+from forecourt.domain.addresses import IPAddress, is_public_address
 from forecourt.errors import UnsafeTarget
 
 logger = logging.getLogger(__name__)
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-
 _SCHEMES = frozenset({"http", "https"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-
-# Ranges the ipaddress flags do not all cover: carrier-grade NAT, benchmarking, 6to4/Teredo/NAT64 wrappers.
-_EXTRA_BLOCKED: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = (
-    ipaddress.ip_network("0.0.0.0/8"),
-    ipaddress.ip_network("100.64.0.0/10"),
-    ipaddress.ip_network("192.0.0.0/24"),
-    ipaddress.ip_network("198.18.0.0/15"),
-    ipaddress.ip_network("64:ff9b::/96"),
-    ipaddress.ip_network("64:ff9b:1::/48"),
-    ipaddress.ip_network("100::/64"),
-    ipaddress.ip_network("fc00::/7"),
-    ipaddress.ip_network("fe80::/10"),
-)
-
-
-def is_public_address(address: IPAddress) -> bool:
-    """Whether an address is a globally routable unicast address.
-
-    IPv4-mapped, 6to4 and Teredo IPv6 addresses are judged by the IPv4 address they carry.
-
-    Args:
-        address: The address to judge.
-
-    Returns:
-        ``True`` only for public unicast addresses.
-    """
-    if isinstance(address, ipaddress.IPv6Address):
-        embedded = address.ipv4_mapped or address.sixtofour
-        if embedded is None and address.teredo is not None:
-            embedded = address.teredo[1]
-        if embedded is not None:
-            return is_public_address(embedded)
-    if (
-        address.is_private
-        or address.is_loopback
-        or address.is_link_local
-        or address.is_multicast
-        or address.is_reserved
-        or address.is_unspecified
-        or not address.is_global
-    ):
-        return False
-    return not any(address in net for net in _EXTRA_BLOCKED if net.version == address.version)
 
 
 def _host_allowed(host: str, allowed_hosts: Iterable[str]) -> bool:

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, ValidationInfo
 from pydantic_core import PydanticCustomError
 
-from forecourt.netguard import is_public_address
+from forecourt.domain.addresses import is_public_address
 
 CONTEXT_KEY = "forecourt.outbound_urls"
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".localdomain", ".home.arpa")
