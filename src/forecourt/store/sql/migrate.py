@@ -5,19 +5,22 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
-
-from alembic import command
-from alembic.config import Config
-from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncEngine
+from typing import TYPE_CHECKING
 
 from forecourt.store.sql.engine import create_engine
+
+if TYPE_CHECKING:  # Alembic is imported only to migrate: every command imports this module, few migrate
+    from alembic.config import Config
+    from sqlalchemy.engine import Connection
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
 
 def alembic_config(database_url: str) -> Config:
     """An Alembic configuration for the packaged migrations (no ``alembic.ini`` needed)."""
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.set_main_option("sqlalchemy.url", database_url.replace("%", "%%"))
@@ -25,6 +28,8 @@ def alembic_config(database_url: str) -> Config:
 
 
 def _upgrade_on(connection: Connection, database_url: str, revision: str) -> None:
+    from alembic import command
+
     cfg = alembic_config(database_url)
     cfg.attributes["connection"] = connection
     command.upgrade(cfg, revision)
