@@ -10,9 +10,13 @@ only, :mod:`.relay`). See docs/mcp.md ("Federation", "Conformance").
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from forecourt.adapters.upstream.adapter import PROGRESS, UpstreamAdapter
+    from forecourt.adapters.upstream.hub import Binding, UpstreamHub
+    from forecourt.adapters.upstream.pool import UpstreamSession
     from forecourt.background import BackgroundTasks
     from forecourt.contract import Catalogue
     from forecourt.gateway.pipeline import Gateway
@@ -20,11 +24,18 @@ if TYPE_CHECKING:
     from forecourt.store.base import Store
 
 from forecourt.adapters.errors import UpstreamProtocolError
-from forecourt.adapters.upstream.adapter import PROGRESS, UpstreamAdapter
-from forecourt.adapters.upstream.hub import Binding, UpstreamHub
-from forecourt.adapters.upstream.pool import UpstreamSession
 from forecourt.domain.errors import InvalidUpstream, NamespaceTaken, UpstreamNotFound
 from forecourt.domain.upstreams import ADAPTER_ID, UpstreamSpec, forward_action_name, tool_name
+
+_LAZY = {
+    "PROGRESS": "adapter",
+    "UpstreamAdapter": "adapter",
+    "Binding": "hub",
+    "UpstreamHub": "hub",
+    "UpstreamSession": "pool",
+}
+"""Imported on first use: the catalogue imports this package for ``.spec`` alone, and the session pool imports the
+MCP SDK (about a second of CPU), which a command that never reaches an upstream should not pay."""
 
 __all__ = [
     "ADAPTER_ID",
@@ -52,6 +63,9 @@ def register_upstreams(
     Returns:
         The hub (also what the MCP surface federates).
     """
+    from forecourt.adapters.upstream.adapter import UpstreamAdapter
+    from forecourt.adapters.upstream.hub import UpstreamHub
+
     hub = UpstreamHub(
         store=store,
         catalogue=catalogue,
@@ -63,3 +77,10 @@ def register_upstreams(
     tasks.run(hub.run)
     tasks.on_close(hub.close)
     return hub
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -10,23 +10,24 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Mapping
-from typing import Any, cast
-
-import mcp_types as types
-from mcp import Client
-from mcp.shared.dispatcher import ProgressFnT
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from typing import TYPE_CHECKING, Any, cast
 
 from forecourt.adapters.upstream.hub import Binding, UpstreamHub, spec_public
-from forecourt.adapters.upstream.pool import UpstreamSession
-from forecourt.adapters.upstream.relay import RELAY
 from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.domain.errors import NamespaceTaken, UpstreamNotFound
 from forecourt.domain.upstreams import ADAPTER_ID, parse_spec, require_operator_for
 from forecourt.errors import Forbidden, InvalidParams, TenancyDenied, UnknownAction, UpstreamUnavailable
 from forecourt.netguard import check_url_async
 
-ProgressRelay = ProgressFnT
+if TYPE_CHECKING:  # the MCP SDK is imported by the first upstream call, not by the admin actions or the catalogue
+    import mcp_types as types
+    from mcp import Client
+    from mcp.shared.dispatcher import ProgressFnT
+
+    from forecourt.adapters.upstream.pool import UpstreamSession
+
+    ProgressRelay = ProgressFnT
+
 PROGRESS: contextvars.ContextVar[ProgressRelay | None] = contextvars.ContextVar(
     "forecourt_upstream_progress", default=None
 )
@@ -48,6 +49,8 @@ def _strings(value: Any) -> dict[str, str]:
 
 def _completion_ref(payload: Mapping[str, Any]) -> types.PromptReference | types.ResourceTemplateReference:
     """The ``ref`` of a forwarded ``completion/complete`` (already rewritten to the upstream's own names)."""
+    import mcp_types as types
+
     ref = dict(payload.get("ref") or {})
     try:
         if ref.get("type") == "ref/resource":
@@ -87,6 +90,11 @@ class UpstreamAdapter:
     async def _call(
         self, session: UpstreamSession, binding: Binding, tool: str, arguments: dict[str, Any]
     ) -> AdapterResult:
+        import mcp_types as types
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        from forecourt.adapters.upstream.relay import RELAY
+
         progress = PROGRESS.get()
         relay = RELAY.get()
         level = relay.log_level if relay is not None else None

@@ -24,16 +24,18 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import mcp_types as types
-
-from forecourt.adapters.upstream.pool import UpstreamSession
 from forecourt.contract import Action, Catalogue
 from forecourt.domain.upstreams import ADAPTER_ID, Registered, UpstreamSpec, forward_action_name, tool_name
 from forecourt.errors import ForecourtError
 from forecourt.settings import Settings
 from forecourt.store.base import Store
+
+if TYPE_CHECKING:  # the MCP SDK is imported when an upstream is first connected, not by every command
+    import mcp_types as types
+
+    from forecourt.adapters.upstream.pool import UpstreamSession
 
 logger = logging.getLogger(__name__)
 
@@ -216,6 +218,8 @@ class UpstreamHub:
                 self._spawn(self.refresh(key))
 
     def _add(self, reg: Registered) -> None:
+        from forecourt.adapters.upstream.pool import UpstreamSession
+
         self.registered[reg.key] = reg
         self.sessions[reg.key] = UpstreamSession(
             reg,
