@@ -11,13 +11,11 @@ canceled upstream by the poller.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
-
-from forecourt.scoped import scoped
 
 
 @dataclass
@@ -56,9 +54,15 @@ class LinkedTask:
 _LINK: ContextVar[TaskLink | None] = ContextVar("forecourt_task_link", default=None)
 
 
-def running_for(link: TaskLink) -> AbstractContextManager[None]:
+@contextmanager
+def running_for(link: TaskLink) -> Iterator[None]:
     """Within this block calls run for ``link``'s task."""
-    return scoped(_LINK, link)
+    # forecourt.scoped does the same for the layers above; domain imports nothing of Forecourt but domain and errors.
+    token = _LINK.set(link)
+    try:
+        yield
+    finally:
+        _LINK.reset(token)
 
 
 def link_for(action: str) -> TaskLink | None:
