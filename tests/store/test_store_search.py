@@ -167,7 +167,8 @@ async def test_search_applies_each_filter(lot: SqlStore, filters: dict[str, Any]
     [
         (SortField.PRICE, False, [4, 5, 1, 3, 2, 6]),
         (SortField.PRICE, True, [6, 2, 3, 1, 5, 4]),
-        (SortField.YEAR, True, [2, 3, 6, 1, 4, 5]),
+        (SortField.YEAR, True, [2, 6, 3, 1, 4, 5]),  # 3 and 6 are both 2022: id descending too
+        (SortField.YEAR, False, [5, 4, 1, 3, 6, 2]),
         (SortField.MILEAGE, False, [2, 3, 6, 1, 4, 5]),
         (SortField.MAKE, False, [6, 4, 5, 1, 2, 3]),
         (SortField.MODEL, False, [1, 2, 4, 5, 6, 3]),
@@ -175,7 +176,7 @@ async def test_search_applies_each_filter(lot: SqlStore, filters: dict[str, Any]
         (None, False, [1, 2, 3, 4, 5, 6]),
     ],
 )
-async def test_search_sorts_with_a_stable_tiebreak_on_id(
+async def test_search_sorts_with_a_stable_tiebreak_on_id_in_the_sort_direction(
     lot: SqlStore, sort: SortField | None, descending: bool, expected: list[int]
 ) -> None:
     assert await _search(lot, sort=sort, descending=descending) == expected

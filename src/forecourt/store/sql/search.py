@@ -8,8 +8,9 @@ Rules (the same for every backend):
 - Without an explicit ``status`` filter only offerable units (``available``, ``in_transit``) match,
   unless ``include_unavailable`` is set: a sold unit is never offered by default.
 - Mileage bounds compare with the stored mileage value in the vehicle's own unit.
-- Sorting by any :class:`SortField` ascending or descending, missing values last, ties broken by id;
-  without a sort field the order is by id.
+- Sorting by any :class:`SortField` ascending or descending, missing values last, ties broken by id in the
+  same direction (so that one index on ``(dealership_id, field, id)`` serves both directions, scanned forwards
+  or backwards); without a sort field the order is by id.
 """
 
 from __future__ import annotations
@@ -154,14 +155,14 @@ def conditions(query: InventoryQuery) -> list[sa.ColumnElement[bool]]:
 
 
 def order_by(query: InventoryQuery) -> list[sa.ColumnElement[Any]]:
-    """ORDER BY terms: the requested field (missing values last), then id for a stable order."""
+    """ORDER BY terms: the requested field (missing values last), then id in the same direction for a stable order."""
     if query.sort is None:
         return [_V.id.asc()]
     column = _SORT_COLUMNS[query.sort]
     key = column.desc() if query.descending else column.asc()
     if query.sort in _NULLABLE_SORTS:
         key = key.nulls_last()
-    return [key, _V.id.asc()]
+    return [key, _V.id.desc() if query.descending else _V.id.asc()]
 
 
 def facet_statements(query: InventoryQuery) -> tuple[sa.Select[Any], sa.Select[Any]]:
