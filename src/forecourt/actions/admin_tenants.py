@@ -405,7 +405,7 @@ class TenantsAdapter:
         return {"prefix": str(payload["prefix"]), "revoked": True}
 
     async def _lead_report(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> Any:
-        from forecourt.delivery.status import lead_report
+        from forecourt.actions.lead_delivery import lead_report
 
         dealership = payload.get("dealership_id")
         return await lead_report(ctx.store, str(payload["lead_id"]), str(dealership) if dealership else None)

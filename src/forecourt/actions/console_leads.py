@@ -138,7 +138,7 @@ class ConsoleLeads:
         return {"items": items, "total": total, "revealed": reveal}
 
     async def _show(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> Any:
-        from forecourt.delivery.status import lead_adf
+        from forecourt.actions.lead_delivery import lead_adf
 
         dealership_id = str(payload["dealership_id"])
         reveal = bool(payload.get("reveal", False))

@@ -26,7 +26,7 @@ def show(lead_id: str, dealership: str | None = DealershipOption, config: Path |
 @leads_app.command("adf")
 def adf(lead_id: str, dealership: str | None = DealershipOption, config: Path | None = ConfigOption) -> None:
     """Print the lead as ADF 1.0 XML (what the dealership's CRM receives)."""
-    from forecourt.delivery.status import lead_adf
+    from forecourt.actions.lead_delivery import lead_adf
     from forecourt.store import open_store
 
     settings = load_settings(config)

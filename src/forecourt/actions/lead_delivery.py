@@ -1,4 +1,4 @@
-"""Lead delivery status and ADF text for operators (``forecourt leads show|adf``)."""
+"""A lead's delivery status and ADF text for operators (``admin.leads.report``, the console, ``forecourt leads``)."""
 
 from __future__ import annotations
 
