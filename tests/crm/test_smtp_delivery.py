@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from forecourt.actions.crm_mail import CRM_SMTP_KIND, mail_delivery_id, queue_mail_deliveries
 from forecourt.adapters.crm import OutboundPoster
 from forecourt.adapters.crm.smtp import SmtpSender
-from forecourt.delivery.crm_mail import CRM_SMTP_KIND, mail_delivery_id, queue_mail_deliveries
 from forecourt.delivery.crm_routes import get_mail_route, set_mail_route
 from forecourt.delivery.worker import DeliveryWorker
 from forecourt.errors import ForecourtError

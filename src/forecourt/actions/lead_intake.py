@@ -27,8 +27,8 @@ from typing import Any
 from forecourt.actions import sales_appointments
 from forecourt.actions.adf import render_adf
 from forecourt.actions.common import new_id
+from forecourt.actions.crm_mail import queue_mail_deliveries
 from forecourt.actions.lead_rules import lead_fingerprint, normalise_email, normalise_phone, vehicle_key
-from forecourt.delivery.crm_mail import queue_mail_deliveries
 from forecourt.domain.people import Channel, ConsentGrant, Customer, Lead, LeadStatus
 from forecourt.domain.service import Appointment, AppointmentKind, AppointmentStatus
 from forecourt.domain.tenancy import Dealership

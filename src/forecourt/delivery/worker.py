@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from forecourt.actions.crm_mail import CRM_SMTP_KIND
 from forecourt.adapters.crm import OutboundPoster, PostResult, crm_headers
 from forecourt.adapters.crm.smtp import SmtpSender, adf_message
-from forecourt.delivery.crm_mail import CRM_SMTP_KIND
 from forecourt.settings import Settings
 from forecourt.store.base import Delivery, Store
 
