@@ -217,6 +217,11 @@ vehicles = sa.Table(
     sa.UniqueConstraint("dealership_id", "vin"),
     sa.Index("ix_vehicles_dealer_status_price", "dealership_id", "status", "price_minor"),
     sa.Index("ix_vehicles_dealer_id_status", "dealership_id", "id", "status"),  # the default search's page
+    # The common sorts' pages, tie-breaker and status included (migration inventory_0002).
+    sa.Index("ix_vehicles_dealer_price_id", "dealership_id", "price_minor", "id", "status"),
+    sa.Index("ix_vehicles_dealer_year_id", "dealership_id", "year", "id", "status"),
+    sa.Index("ix_vehicles_dealer_mileage_id", "dealership_id", "mileage_value", "id", "status"),
+    sa.Index("ix_vehicles_dealer_make_price_id", "dealership_id", "make_l", "price_minor", "id", "status"),
     sa.Index("ix_vehicles_dealer_make_model", "dealership_id", "make_l", "model_l"),
     sa.Index("ix_vehicles_dealer_stock", "dealership_id", "stock_l"),
     sa.Index("ix_vehicles_make_model_year", "make_l", "model_l", "year"),
