@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from forecourt import caching
 from forecourt.contract import Action
 from forecourt.domain.frozen import frozen
 from forecourt.gateway.base import Invocation, Principal
 from forecourt.gateway.redact import PII_KEYS, digest, redact_for_audit
+from forecourt.gateway.validation import compiled_schema
 from forecourt.store.base import AuditRecord
 
 
@@ -69,26 +71,26 @@ def call_record(
     )
 
 
-_REDACTIONS: dict[tuple[Hashable, int, frozenset[str]], tuple[Mapping[str, Any] | None, Any]] = {}
-_REDACTIONS_KEPT = 4096
+_REDACTIONS: caching.Cache[tuple[Hashable, bytes | None, frozenset[str]], Any] = caching.lru(
+    "gateway.audit.redactions", 4096
+)
+_NONE: Any = object()
 
 
 def _redacted(payload: dict[str, Any], schema: Mapping[str, Any] | None, keys: frozenset[str]) -> Any:
-    """:func:`redact_for_audit`, remembered for the same payload, schema (by identity) and redacted keys.
+    """:func:`redact_for_audit`, remembered for the same payload, schema (by its value) and redacted keys.
 
     Records only ever read what they hold (they are written to the journal and the database as they are).
     """
     form = frozen(payload)
     if form is None:
         return redact_for_audit(payload, schema, keys)
-    key = (form, id(schema), keys)
-    found = _REDACTIONS.get(key)
-    if found is not None and found[0] is schema:
-        return found[1]
+    key = (form, compiled_schema(schema).key if schema is not None else None, keys)
+    found = _REDACTIONS.get(key, _NONE)
+    if found is not _NONE:
+        return found
     redacted = redact_for_audit(payload, schema, keys)
-    if len(_REDACTIONS) >= _REDACTIONS_KEPT:
-        _REDACTIONS.clear()
-    _REDACTIONS[key] = (schema, redacted)
+    _REDACTIONS.put(key, redacted)
     return redacted
 
 

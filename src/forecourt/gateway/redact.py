@@ -7,6 +7,7 @@ import json
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
+from forecourt import caching
 from forecourt.domain.frozen import frozen
 
 REDACTED = "[redacted]"
@@ -48,8 +49,7 @@ def canonical_json(value: Any) -> bytes:
     return _CANONICAL.encode(value).encode()
 
 
-_DIGESTS: dict[Hashable, str] = {}  # digests of payloads seen, by their frozen form
-_DIGESTS_KEPT = 4096
+_DIGESTS: caching.Cache[Hashable, str] = caching.lru("gateway.digests", 4096)  # by the payload's frozen form
 
 
 def digest(value: Any) -> str:
@@ -59,9 +59,7 @@ def digest(value: Any) -> str:
         return found
     computed = hashlib.sha256(canonical_json(value)).hexdigest()
     if key is not None:
-        if len(_DIGESTS) >= _DIGESTS_KEPT:
-            _DIGESTS.clear()
-        _DIGESTS[key] = computed
+        _DIGESTS.put(key, computed)
     return computed
 
 
