@@ -20,13 +20,13 @@ and anything that hands it to code that may change it (a workflow's script) give
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import orjson
 
+from forecourt import caching
 from forecourt.contract import AdapterResult
 from forecourt.errors import IdempotencyConflict, IdempotencyInProgress
 from forecourt.gateway.base import IdempotencyStore, ResultCache
@@ -69,14 +69,14 @@ class DecodedResults:
     """
 
     def __init__(self, size: int = DECODED_RESULTS) -> None:
-        self._size = size
-        self._entries: OrderedDict[str, tuple[bytes | str, AdapterResult]] = OrderedDict()
+        self._entries: caching.Cache[str, tuple[bytes | str, AdapterResult]] = caching.lru(
+            "gateway.decoded_results", size
+        )
 
     def restore(self, key: str, body: bytes | str) -> AdapterResult:
         """The result stored under ``key`` as ``body``, decoded once per distinct body."""
         entry = self._entries.get(key)
         if entry is not None and (entry[0] is body or entry[0] == body):
-            self._entries.move_to_end(key)
             return entry[1]
         result = _restored(body)
         self.keep(key, body, result)
@@ -84,10 +84,7 @@ class DecodedResults:
 
     def keep(self, key: str, body: bytes | str, result: AdapterResult) -> None:
         """Remember ``result`` as the decoding of ``body`` (just stored under ``key``)."""
-        self._entries[key] = (body, result)
-        self._entries.move_to_end(key)
-        if len(self._entries) > self._size:
-            self._entries.popitem(last=False)
+        self._entries.put(key, (body, result))
 
 
 class StoredResults:

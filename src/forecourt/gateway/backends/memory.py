@@ -8,9 +8,9 @@ loop: no method awaits while it holds state half-updated.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 
+from forecourt import caching
 from forecourt.gateway.backends.common import Clock, emission_interval_us, gcra, rate_decision, to_us
 from forecourt.gateway.base import IdempotencyEntry, RateDecision
 
@@ -56,41 +56,31 @@ class MemoryRateLimiter:
 
 
 class MemoryResultCache:
-    """Bounded LRU cache with a TTL per entry.
+    """Bounded LRU cache with a TTL per entry (a ``forecourt.caching`` cache named ``name``).
 
     Args:
         max_entries: Least recently used entries are evicted beyond this many.
         clock: Monotonic clock in seconds.
+        name: The cache's name in ``/metrics``.
     """
 
-    def __init__(self, max_entries: int = 10_000, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self, max_entries: int = 10_000, clock: Clock = time.monotonic, *, name: str = "gateway.result_cache"
+    ) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
-        self._max = max_entries
-        self._clock = clock
-        self._data: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
+        self._data: caching.Cache[str, bytes] = caching.lru(name, max_entries, max_age_s=0.0, clock=clock)
 
     async def get(self, key: str) -> bytes | None:
         """The cached value, or ``None`` when absent or expired."""
-        item = self._data.get(key)
-        if item is None:
-            return None
-        expires_at, value = item
-        if self._clock() >= expires_at:
-            del self._data[key]
-            return None
-        self._data.move_to_end(key)
-        return value
+        return self._data.get(key)
 
     async def set(self, key: str, value: bytes, ttl_s: float) -> None:
         """Store ``value`` for ``ttl_s`` seconds; a TTL of zero or less removes the key."""
         if ttl_s <= 0:
-            self._data.pop(key, None)
+            self._data.pop(key)
             return
-        self._data[key] = (self._clock() + ttl_s, value)
-        self._data.move_to_end(key)
-        while len(self._data) > self._max:
-            self._data.popitem(last=False)
+        self._data.put(key, value, max_age_s=ttl_s)
 
     def __len__(self) -> int:
         return len(self._data)
