@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from forecourt import caching
 from forecourt.errors import Overloaded
 from forecourt.store.base import Store
 
@@ -14,10 +15,13 @@ from forecourt.store.base import Store
 class AdapterConfigSource:
     """Adapter configuration: defaults per adapter, overridden per company (``settings/adapters/{id}``).
 
-    Company overrides are read through a short-lived in-process cache (``ttl_s``), so a call does not
-    open a database transaction just to learn its adapter settings. Admin changes on this replica
-    invalidate it at once (:meth:`invalidate`); other replicas pick them up within ``ttl_s``.
+    Company overrides are read through a short-lived in-process cache (``ttl_s``; ``OVERRIDES_KEPT`` pairs of
+    company and adapter), so a call does not open a database transaction just to learn its adapter settings.
+    Admin changes on this replica invalidate it at once (:meth:`invalidate`); other replicas pick them up within
+    ``ttl_s``.
     """
+
+    OVERRIDES_KEPT = 4096
 
     def __init__(
         self,
@@ -27,20 +31,19 @@ class AdapterConfigSource:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.defaults: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (defaults or {}).items()}
-        self._ttl = ttl_s
-        self._clock = clock
-        self._overrides: dict[tuple[str, str], tuple[float, dict[str, Any] | None]] = {}
+        self._overrides: caching.Cache[tuple[str, str], tuple[dict[str, Any] | None]] = caching.lru(
+            "gateway.adapter_overrides", self.OVERRIDES_KEPT, max_age_s=ttl_s, clock=clock
+        )
 
     async def _override(self, store: Store, adapter_id: str, company_id: str) -> dict[str, Any] | None:
         key = (company_id, adapter_id)
-        now = self._clock()
-        hit = self._overrides.get(key)
-        if hit is not None and hit[0] > now:
-            return hit[1]
+        hit = self._overrides.get(key)  # (override,): a company without one is remembered too
+        if hit is not None:
+            return hit[0]
         async with store.read() as uow:
             setting = await uow.tenancy.get_adapter_setting(company_id, adapter_id)
         found = dict(setting.config) if setting is not None else None
-        self._overrides[key] = (now + self._ttl, found)
+        self._overrides.put(key, (found,))
         return found
 
     async def resolve(self, store: Store, adapter_id: str, company_id: str | None) -> dict[str, Any]:

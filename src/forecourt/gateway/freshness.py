@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter
 
+from forecourt import caching
 from forecourt.gateway.redact import canonical_json
 
 if TYPE_CHECKING:
@@ -97,7 +98,9 @@ class ChangeGenerations:
         self._polls_started = 0
         self._polling_ok = False
         self._last_ok = 0.0
-        self._profiles: dict[str, tuple[Dealership, str]] = {}
+        self._profiles: caching.Cache[str, tuple[Dealership, str]] = caching.lru(
+            "gateway.freshness.profiles", _PROFILES_KEPT
+        )
 
     # ------------------------------------------------------------------ fed by the dispatcher
 
@@ -208,7 +211,5 @@ class ChangeGenerations:
         if hit is not None and hit[0] is dealership:
             return hit[1]
         fingerprint = hashlib.sha256(canonical_json(dealership.model_dump(mode="json"))).hexdigest()[:12]
-        if len(self._profiles) >= _PROFILES_KEPT:
-            self._profiles.clear()
-        self._profiles[dealership.id] = (dealership, fingerprint)
+        self._profiles.put(dealership.id, (dealership, fingerprint))
         return fingerprint

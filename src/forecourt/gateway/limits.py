@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from forecourt import caching
 from forecourt.contract import Action
 from forecourt.domain.tenancy import Policy
 from forecourt.errors import RateLimited
@@ -106,8 +107,9 @@ class RememberedRules:
     """
 
     def __init__(self, kept: int = 4096) -> None:
-        self._kept = kept
-        self._found: dict[tuple[int, int, int, str, str | None], tuple[Any, ...]] = {}
+        self._found: caching.Cache[tuple[int, int, int, str, str | None], tuple[Any, ...]] = caching.lru(
+            "gateway.limits.rules", kept
+        )
 
     def rules_for(
         self, plan: LimitPlan, action: Action, principal: Principal, policies: list[Policy], owner: str | None
@@ -120,7 +122,5 @@ class RememberedRules:
         rules = tuple(plan.rules_for(action, principal, policies, owner))
         hits = tuple((r.key, r.limit, r.window_s) for r in rules)
         if not principal.anonymous:
-            if len(self._found) >= self._kept:
-                self._found.clear()
-            self._found[key] = (plan, principal, policies, rules, hits)
+            self._found.put(key, (plan, principal, policies, rules, hits))
         return rules, hits

@@ -67,7 +67,7 @@ from forecourt.store.base import AuditRecord, Store
 from forecourt.store.views import ReadOnlyStore
 
 logger = logging.getLogger(__name__)
-_SERIES_KEPT = 4096  # metric series remembered per gateway (beyond it the memo starts again)
+_SERIES_KEPT = 4096  # metric series remembered per gateway (the least recently used let go)
 
 
 __all__ = ["AdapterConfigSource", "Bulkhead", "Gateway"]
@@ -122,7 +122,6 @@ class Gateway:
         self._bulkheads: dict[str, Bulkhead] = {}
         # Each call's metric series by its labels (prometheus-client's ``labels`` checks and locks every time).
         self._series = CallSeries(metrics, _SERIES_KEPT)
-        self._hit_series: dict[str, Any] = {}
         self._rules = RememberedRules(_SERIES_KEPT)
         self.in_flight = 0
         self._idle = asyncio.Event()
@@ -407,10 +406,7 @@ class Gateway:
                     action.name, action.version, scope, payload, action.cache_ttl_s, run, span
                 )
                 if hit:
-                    hits = self._hit_series.get(action.name)
-                    if hits is None:
-                        hits = self._hit_series[action.name] = self.metrics.cache_hits.labels(action.name)
-                    hits.inc()
+                    self._series.cache_hit(action.name)
                 outcome = self._outcome(call, action, result, decision)
                 outcome.cached = hit
                 return outcome

@@ -471,28 +471,34 @@ class CurrentSpan:
 
 
 class CallSeries:
-    """Each call's counter and duration histogram, looked up once per label set.
+    """Each call's counter and duration histogram, looked up once per label set; result cache hits per action.
 
     prometheus-client's ``labels()`` checks its arguments and takes a lock on every call; the series of a label set
-    ``(action, adapter, company, model, status)`` are kept here instead, at most ``kept`` of them (then the memo
-    starts again: the series themselves live on in the registry).
+    ``(action, adapter, company, model, status)`` are kept here instead (``gateway.telemetry.call_series``: at most
+    ``kept``, the least recently used let go; the series themselves live on in the registry).
     """
 
     def __init__(self, metrics: Metrics, kept: int = 4096) -> None:
         self._metrics = metrics
-        self._kept = kept
-        self._found: dict[tuple[str, str, str, str, int], tuple[Any, Any]] = {}
+        self._found: caching.Cache[tuple[str, str, str, str, int], tuple[Any, Any]] = caching.lru(
+            "gateway.telemetry.call_series", kept
+        )
+        self._hits: caching.Cache[str, Any] = caching.lru("gateway.telemetry.cache_hit_series", kept)
 
     def count(self, key: tuple[str, str, str, str, int], duration_s: float) -> None:
         """Count one call under ``key`` and observe its duration."""
         series = self._found.get(key)
         if series is None:
-            if len(self._found) >= self._kept:
-                self._found.clear()
             labels = key[:4]
-            series = self._found[key] = (
-                self._metrics.calls.labels(*labels, str(key[4])),
-                self._metrics.duration.labels(*labels),
-            )
+            series = (self._metrics.calls.labels(*labels, str(key[4])), self._metrics.duration.labels(*labels))
+            self._found.put(key, series)
         series[0].inc()
         series[1].observe(duration_s)
+
+    def cache_hit(self, action: str) -> None:
+        """Count one result cache hit of ``action`` (``forecourt_cache_hits_total``)."""
+        series = self._hits.get(action)
+        if series is None:
+            series = self._metrics.cache_hits.labels(action)
+            self._hits.put(action, series)
+        series.inc()
