@@ -131,8 +131,8 @@ def serve_bare() -> None:
     from mcp.server import MCPServer
 
     from forecourt.actions.inventory import build_query
-    from forecourt.actions.paging import page_output
     from forecourt.actions.representations import vehicle_repr
+    from forecourt.contract.paging import page_output
     from forecourt.settings import Settings
     from forecourt.store import open_store
 
@@ -158,8 +158,8 @@ def serve_static() -> None:
     from mcp.server import MCPServer
 
     from forecourt.actions.inventory import build_query
-    from forecourt.actions.paging import page_output
     from forecourt.actions.representations import vehicle_repr
+    from forecourt.contract.paging import page_output
     from forecourt.settings import Settings
     from forecourt.store import open_store
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from forecourt.actions import paging
+from forecourt.contract import paging
 from forecourt.domain.frozen import frozen
 from forecourt.errors import InvalidCursor, InvalidParams
 from forecourt.settings import Settings

@@ -24,9 +24,9 @@ from forecourt.actions.common import (
     require_dealership,
     result,
 )
-from forecourt.actions.paging import next_cursor, open_page, page_output
 from forecourt.actions.representations import appointment_repr
 from forecourt.actions.schedule import zone
+from forecourt.contract.paging import next_cursor, open_page, page_output
 from forecourt.domain.service import AppointmentKind, AppointmentStatus
 from forecourt.domain.timeutil import parse_rfc3339
 from forecourt.errors import AppointmentNotFound, InvalidParams

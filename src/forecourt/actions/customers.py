@@ -24,8 +24,8 @@ from forecourt.actions.common import (
 )
 from forecourt.actions.lead_rules import check_consent_transition
 from forecourt.actions.leads_schemas import CHANNELS, CONSENT_SCOPE
-from forecourt.actions.paging import next_cursor, open_page, page_output
 from forecourt.actions.representations import consent_repr, consent_status, customer_repr
+from forecourt.contract.paging import next_cursor, open_page, page_output
 from forecourt.domain.people import Channel, ConsentGrant, ConsentStatus
 from forecourt.domain.timeutil import parse_rfc3339, rfc3339
 from forecourt.errors import ConsentNotFound, CustomerNotFound, InvalidConsent, InvalidConsentTransition, LeadNotFound

@@ -25,8 +25,8 @@ from forecourt.actions.common import (
     require_dealership,
     result,
 )
-from forecourt.actions.paging import decode_cursor, encode_cursor, page_limit, query_key
 from forecourt.actions.representations import event_repr
+from forecourt.contract.paging import decode_cursor, encode_cursor, page_limit, query_key
 from forecourt.domain.events import ChangeEvent, ChangeType, ResourceType
 from forecourt.store.base import OutboxRepository
 

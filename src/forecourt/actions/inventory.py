@@ -25,13 +25,13 @@ from forecourt.actions.common import (
     require_dealership,
     result,
 )
-from forecourt.actions.paging import next_cursor, open_page, page_output
 from forecourt.actions.representations import (
     CARD_REPRESENTATIONS,
     VEHICLE_REPRESENTATIONS,
     dealership_repr,
     vehicle_repr,
 )
+from forecourt.contract.paging import next_cursor, open_page, page_output
 from forecourt.domain.frozen import frozen
 from forecourt.domain.vehicle import Condition, InventoryFilters, InventoryQuery, SortField, Vehicle, VehicleStatus
 from forecourt.errors import DealershipNotFound, VehicleNotFound

@@ -10,8 +10,8 @@ from forecourt.actions.base import Action, AdapterResult, ExecutionContext, Hand
 from forecourt.actions.common import dealer_action, opt_str, require_dealership, result
 from forecourt.actions.lead_intake import IntakeRules, LeadRequest, intake_lead
 from forecourt.actions.lead_rules import check_lead_transition
-from forecourt.actions.paging import next_cursor, open_page, page_output
 from forecourt.actions.representations import lead_repr
+from forecourt.contract.paging import next_cursor, open_page, page_output
 from forecourt.domain.people import Channel, LeadStatus
 from forecourt.errors import LeadNotFound
 

@@ -27,9 +27,9 @@ from forecourt.actions.common import (
     result,
     str_tuple,
 )
-from forecourt.actions.paging import next_cursor, open_page, page_output
 from forecourt.actions.representations import repair_order_repr, ts
 from forecourt.actions.schedule import alternatives, containing_slot, within_hours, zone
+from forecourt.contract.paging import next_cursor, open_page, page_output
 from forecourt.domain.service import (
     Appointment,
     AppointmentKind,

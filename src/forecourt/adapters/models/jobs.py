@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
 
-from forecourt.actions.paging import decode_cursor, encode_cursor, query_key
 from forecourt.adapters.errors import JobNotFound
 from forecourt.contract import AdapterResult, ExecutionContext
+from forecourt.contract.paging import decode_cursor, encode_cursor, query_key
 from forecourt.domain.task_links import link_for
 from forecourt.store.model_jobs import JOB_RESULT, ModelJob, ModelJobs, new_job_id
 

@@ -4,8 +4,11 @@
 endpoints are generated from these descriptions; the gateway uses them to validate, authorize, rate-limit, cache
 and route). An adapter or handler runs it with an ``ExecutionContext`` (who is calling, for which dealership, with
 which short-lived credential) and answers an ``AdapterResult``; the ``Catalogue`` holds the actions with what runs
-them. Actions, adapters, the store, the gateway and the surfaces all speak this vocabulary, so it sits below all of
-them, above ``domain`` only (docs/architecture.md).
+them. :mod:`.paging` is the contract of every list and search action (``cursor``, ``limit``, ``{items,
+next_cursor}``), which both actions and adapters answer.
+
+Actions, adapters, the gateway and the surfaces all speak this vocabulary, so it sits below all of them and the
+store, above ``domain`` only (the import-linter contracts in pyproject.toml; docs/architecture.md).
 """
 
 from __future__ import annotations
