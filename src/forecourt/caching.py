@@ -186,8 +186,8 @@ class Cache(_Clearable, Generic[K, V]):
         """Forget every entry."""
         self._data.clear()
 
-    def keys(self) -> Iterator[K]:
-        """The keys kept now, oldest first (a copy: safe to change the cache while iterating)."""
+    def __iter__(self) -> Iterator[K]:
+        """The keys kept now, least recently used first (a copy: the cache may change meanwhile)."""
         return iter(list(self._data))
 
     def __len__(self) -> int:

@@ -19,11 +19,12 @@ import re
 import secrets
 import string
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from pydantic import SecretStr
 
+from forecourt import caching
 from forecourt.domain.tenancy import TOOLSET_NAMES, Member
 from forecourt.domain.timeutil import utcnow
 from forecourt.errors import Expired, InvalidParams, MemberNotFound, TenancyDenied, Unauthorized
@@ -233,17 +234,13 @@ class ApiKeyService:
             return await uow.tenancy.list_api_keys(company_id)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Cached:
     record: ApiKeyRecord
     member: Member | None
-    at: float
-    verified: dict[str | None, tuple[bytes, Principal]] = field(default_factory=dict, compare=False)
-    """Principals already built for this key by the caller's address, with the SHA-256 of the secret that
-    verified: the same key again costs a plain hash instead of the keyed hash and a new principal."""
 
 
-_VERIFIED_KEPT = 64  # addresses remembered per key (beyond it the memo starts again)
+_VERIFIED_PER_KEY = 4  # principals remembered per key on average (one per caller address)
 
 
 class ApiKeyAuthenticator:
@@ -277,10 +274,15 @@ class ApiKeyAuthenticator:
         self._hasher = ApiKeyHasher(pepper)
         self._revocations = revocations
         self._ttl = cache_ttl_s
-        self._size = cache_size
-        self._clock = clock
         self._now = now
-        self._cache: dict[str, _Cached] = {}
+        self._cache: caching.Cache[str, _Cached] = caching.lru(
+            "gateway.auth.api_keys", cache_size, max_age_s=cache_ttl_s, clock=clock
+        )
+        # Principals already built for a key by the caller's address, with the SHA-256 of the secret that verified
+        # and the record they were built from: the same key again costs a plain hash instead of the keyed hash.
+        self._verified: caching.Cache[tuple[str, str | None], tuple[_Cached, bytes, Principal]] = caching.lru(
+            "gateway.auth.verified_keys", cache_size * _VERIFIED_PER_KEY
+        )
 
     @classmethod
     def from_settings(
@@ -312,7 +314,7 @@ class ApiKeyAuthenticator:
         if parsed is None:
             raise Unauthorized("The API key is not valid.")
         if await self._revocations.is_revoked(parsed.prefix):
-            self._cache.pop(parsed.prefix, None)
+            self._cache.pop(parsed.prefix)
             logger.info("refused revoked API key %s", parsed.prefix)
             raise Unauthorized("The API key is not valid.")
         entry = await self._lookup(parsed.prefix)
@@ -321,18 +323,16 @@ class ApiKeyAuthenticator:
             raise Unauthorized("The API key is not valid.")
         record = entry.record
         seen = hashlib.sha256(parsed.secret.encode()).digest()
-        known = entry.verified.get(credentials.peer_address)
-        if known is not None and hmac.compare_digest(known[0], seen):
+        known = self._verified.get((parsed.prefix, credentials.peer_address))
+        if known is not None and known[0] is entry and hmac.compare_digest(known[1], seen):
             if record.expires_at is not None and record.expires_at <= self._now():
                 raise Expired("The API key has expired.")
-            return known[1]
+            return known[2]
         if not self._hasher.verify(parsed.prefix, parsed.secret, record.key_hash):
             logger.info("refused API key %s: secret does not match", parsed.prefix)
             raise Unauthorized("The API key is not valid.")
         principal = self._principal(record, entry.member, credentials)
-        if len(entry.verified) >= _VERIFIED_KEPT:
-            entry.verified.clear()
-        entry.verified[credentials.peer_address] = (seen, principal)
+        self._verified.put((parsed.prefix, credentials.peer_address), (entry, seen, principal))
         return principal
 
     def _principal(self, record: ApiKeyRecord, member: Member | None, credentials: Credentials) -> Principal:
@@ -357,26 +357,22 @@ class ApiKeyAuthenticator:
         )
 
     async def _lookup(self, prefix: str) -> _Cached | None:
-        now = self._clock()
         cached = self._cache.get(prefix)
-        if cached is not None and now - cached.at < self._ttl:
+        if cached is not None:
             return cached
         async with self._store.read() as uow:
             record = await uow.tenancy.get_api_key(prefix)
             member = None if record is None else await uow.tenancy.get_member(record.company_id, record.member_id)
         if record is None:
-            self._cache.pop(prefix, None)
             return None
-        entry = _Cached(record=record, member=member, at=now)
+        entry = _Cached(record=record, member=member)
         if self._ttl > 0:
-            if len(self._cache) >= self._size:
-                self._cache.clear()
-            self._cache[prefix] = entry
+            self._cache.put(prefix, entry)
         return entry
 
     def forget(self, prefix: str) -> None:
         """Drop a cached record (e.g. after this replica revoked or rotated it)."""
-        self._cache.pop(prefix, None)
+        self._cache.pop(prefix)
 
 
 def _refuse_grants_beyond(member: Member, scopes: tuple[str, ...], dealership_ids: tuple[str, ...]) -> None:

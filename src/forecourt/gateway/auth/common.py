@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
+from forecourt import caching
 from forecourt.domain.tenancy import Company, Member, SecurityType
 from forecourt.errors import Unauthorized
 from forecourt.gateway.base import AuthMethod
@@ -104,6 +105,9 @@ class _Cached(Generic[_T]):
     items: list[_T] = field(default_factory=list)
 
 
+MEMBER_LISTS_KEPT = 4096
+
+
 class MemberDirectory:
     """A short-lived in-process index of companies and members, for lookups the repository has no query for.
 
@@ -129,7 +133,7 @@ class MemberDirectory:
         self._min_reload_s = min_reload_s
         self._clock = clock
         self._companies: _Cached[Company] | None = None
-        self._members: dict[str, _Cached[Member]] = {}
+        self._members: caching.Cache[str, _Cached[Member]] = caching.lru("gateway.auth.member_lists", MEMBER_LISTS_KEPT)
 
     async def _load_companies(self) -> _Cached[Company]:
         async with self._source.read() as uow:
@@ -137,14 +141,14 @@ class MemberDirectory:
         self._companies = _Cached(at=self._clock(), items=companies)
         known = {c.id for c in companies}
         for gone in [cid for cid in self._members if cid not in known]:
-            del self._members[gone]
+            self._members.pop(gone)
         return self._companies
 
     async def _load_members(self, company_id: str) -> _Cached[Member]:
         async with self._source.read() as uow:
             members = await uow.tenancy.list_members(company_id)
         entry = _Cached(at=self._clock(), items=members)
-        self._members[company_id] = entry
+        self._members.put(company_id, entry)
         return entry
 
     def _stale(self, entry: _Cached[Any] | None, *, after_miss: bool) -> bool:

@@ -27,6 +27,7 @@ import httpx
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
+from forecourt import caching
 from forecourt.domain.tenancy import Company, Member
 from forecourt.errors import Expired, Unauthorized, UnsafeTarget, UpstreamUnavailable
 from forecourt.gateway.auth.apikeys import looks_like_api_key
@@ -107,6 +108,9 @@ def _parse_jwks(document: Any) -> _KeySet:
     return _KeySet(fetched_at=0.0, keys=keys, unnamed=unnamed)
 
 
+_JWKS_KEPT = 256  # key sets and discovery documents (one per configured issuer)
+
+
 class JwksCache:
     """Fetches and caches JWKS documents (and OpenID discovery documents) over httpx."""
 
@@ -140,8 +144,8 @@ class JwksCache:
         self._allow_private = allow_private
         self._allowed_hosts = tuple(allowed_hosts)
         self._clock = clock
-        self._sets: dict[str, _KeySet] = {}
-        self._discovered: dict[str, tuple[float, str]] = {}
+        self._sets: caching.Cache[str, _KeySet] = caching.lru("gateway.auth.jwks", _JWKS_KEPT)
+        self._discovered: caching.Cache[str, tuple[float, str]] = caching.lru("gateway.auth.oidc_discovery", _JWKS_KEPT)
         self._locks: dict[str, asyncio.Lock] = {}
         self.fetches = 0
         """How many JWKS documents were fetched (for metrics and tests)."""
@@ -175,7 +179,7 @@ class JwksCache:
         uri = document.get("jwks_uri") if isinstance(document, dict) else None
         if not isinstance(uri, str):
             raise UpstreamUnavailable("The identity provider's discovery document has no jwks_uri.")
-        self._discovered[issuer] = (now, uri)
+        self._discovered.put(issuer, (now, uri))
         return uri
 
     async def _fetch(self, url: str) -> _KeySet:
@@ -186,7 +190,7 @@ class JwksCache:
             raise UpstreamUnavailable("The identity provider's signing keys are malformed.") from exc
         keyset.fetched_at = self._clock()
         self.fetches += 1
-        self._sets[url] = keyset
+        self._sets.put(url, keyset)
         logger.info("fetched JWKS %s: %d keys", url, len(keyset.keys) + len(keyset.unnamed))
         return keyset
 
