@@ -118,8 +118,13 @@ class Services:
         await self.store.close()
 
 
-def build_services(settings: Settings, *, store: Store | None = None) -> Services:
-    """Wire store, backends, authenticators, gateway and audit from ``settings``."""
+def build_services(settings: Settings, *, store: Store | None = None, serving: bool = True) -> Services:
+    """Wire store, backends, authenticators, gateway and audit from ``settings``.
+
+    ``serving=False`` is for a one-shot command: it leaves out the parts that only work in background loops
+    (outbox dispatch, deliveries and the AAP runtime, feed pulls, model-job polls, the sampler and metric
+    export), which such a command never starts, so it neither builds them nor imports what they need.
+    """
     from forecourt.actions.catalogue import CatalogueParts, build_catalogue
     from forecourt.adapters.config import adapter_defaults_for
     from forecourt.gateway.auth import build_authenticator
@@ -187,24 +192,37 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
     from forecourt.gateway.cloud_observability import enable_cloud_export
 
     services.closers.extend(enable_cloud_export(settings, metrics.registry))
+    services.drain.sse_retry_ms = settings.sse_retry_ms
+    if audit.journal is not None:  # group commit waits only while other requests are being answered
+        audit.journal.siblings = lambda: services.drain.requests_open - 1
+    if serving:
+        _add_background_work(services)
+    else:
+        _add_log_export(services)
+    services.closers.extend(built.closers)
+    from forecourt.adapters.upstream import register_upstreams
+
+    services.upstreams = register_upstreams(store, catalogue, settings, gateway, services.runner)
+    return services
+
+
+def _add_background_work(services: Services) -> None:
+    """What a serving process runs in the background: outbox dispatch, sampling, model jobs, AAP, feed pulls."""
     from forecourt.events import OutboxDispatcher
 
+    settings, store, backends = services.settings, services.store, services.backends
     services.events = OutboxDispatcher(
         store,
         backends.events,
         claims=backends.idempotency if backends.kind == "redis" else None,
         poll_interval_s=settings.events_poll_interval_s,
-        generations=generations,
+        generations=services.generations,
     )
     services.background.append(services.events.run)
-    services.drain.sse_retry_ms = settings.sse_retry_ms
-    if audit.journal is not None:  # group commit waits only while other requests are being answered
-        audit.journal.siblings = lambda: services.drain.requests_open - 1
     _add_sampler(services)
-    services.closers.extend(built.closers)
     from forecourt.delivery.model_jobs import ModelJobPoller
 
-    services.model_jobs = ModelJobPoller(gateway, backends.events)  # fine-tuning and batch jobs
+    services.model_jobs = ModelJobPoller(services.gateway, backends.events)  # fine-tuning and batch jobs
     services.background.append(services.model_jobs.run)
     from forecourt.delivery.runtime import build_aap_runtime
 
@@ -215,10 +233,19 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
     services.runner.run(feeds.run)
     services.runner.on_drain(feeds.stop)
     services.runner.on_close(feeds.aclose)
-    from forecourt.adapters.upstream import register_upstreams
 
-    services.upstreams = register_upstreams(store, catalogue, settings, gateway, services.runner)
-    return services
+
+def _add_log_export(services: Services) -> None:
+    """OTLP log export for a one-shot command, when configured (its sampler and metric export are left out)."""
+    from forecourt.gateway.telemetry import otlp_url
+
+    if otlp_url(services.settings, "logs") is None:
+        return
+    from forecourt.gateway.otel_export import configure_log_export
+
+    close_logs = configure_log_export(services.settings)
+    if close_logs is not None:
+        services.closers.append(close_logs)
 
 
 def _add_sampler(services: Services) -> None:

@@ -66,10 +66,11 @@ def run(coro_fn: Callable[[], Awaitable[T]]) -> T:
 
 @asynccontextmanager
 async def services_for(settings: Settings) -> AsyncIterator[Any]:
-    """A services container for a one-shot command (audit flushed on exit; no background loops)."""
+    """A services container for a one-shot command (audit flushed on exit; no background loops, nor the parts
+    that only run in them)."""
     from forecourt.bootstrap import build_services
 
-    services = build_services(settings)
+    services = build_services(settings, serving=False)
     await services.start(background=False)
     try:
         yield services

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from forecourt.cli.common import ConfigOption, load_settings, run
+from forecourt.cli.common import ConfigOption, load_settings, run, services_for
 from forecourt.settings import Settings
 
 tools_app = typer.Typer(help="The MCP tools members are offered.", no_args_is_help=True)
@@ -17,15 +17,12 @@ tools_app = typer.Typer(help="The MCP tools members are offered.", no_args_is_he
 async def member_tools(settings: Settings, company: str, member: str, names: str | None, tokens: bool) -> Any:
     """What ``tools/list`` shows ``company/member`` (its toolset, policy and naming mode), optionally measured."""
     from forecourt.adapters.upstream.devmode import configured_member
-    from forecourt.bootstrap import build_services
     from forecourt.gateway.base import Credentials
     from forecourt.surfaces.mcp.http import Caller
     from forecourt.surfaces.mcp.server import McpSurface
     from forecourt.surfaces.mcp.tokens import measure
 
-    services = build_services(settings)
-    await services.start()
-    try:
+    async with services_for(settings) as services:
         principal = await configured_member(services.store, f"{company}/{member}")
         surface = McpSurface(services.gateway, settings, hub=services.upstreams)
         try:
@@ -35,8 +32,6 @@ async def member_tools(settings: Settings, company: str, member: str, names: str
             policies = await services.gateway.tenancy.policies(company)
         finally:
             await surface.close()
-    finally:
-        await services.close()
     toolset = principal.member.toolset if principal.member is not None else None
     result: dict[str, Any] = {"member": f"{company}/{member}", "toolset": toolset or "(all)"}
     restricting = {p.id: list(p.toolsets) for p in policies if p.toolsets}
