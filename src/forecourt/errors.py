@@ -95,8 +95,8 @@ PII, no SQL, no provider internals. Errors live here, or in one ``errors.py`` of
       RateLimited
       ResultTooLarge  [surfaces.mcp.errors]
       RuntimeNotConfigured  [adapters.errors]
-      SessionsUnavailable  [gateway.errors]
-      SlotsUnavailable  [gateway.errors]
+      SessionsUnavailable  [adapters.errors]
+      SlotsUnavailable  [adapters.errors]
       StoreUnavailable  [gateway.errors]
       Timeout
       TradeValueUnavailable

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from forecourt.adapters.models.slots import MemorySlotPool, RedisSlotPool, SlotPool
 from forecourt.errors import ForecourtError
-from forecourt.gateway.backends.slots import MemorySlotPool, RedisSlotPool, SlotPool
 
 from .support import MOTOR, Rig
 

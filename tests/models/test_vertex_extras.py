@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from forecourt.adapters.models.session_memory import MemorySessions, RedisSessions, SessionMemory
 from forecourt.delivery.model_jobs import ModelJobPoller, channel
 from forecourt.errors import ForecourtError
-from forecourt.gateway.backends.sessions import MemorySessions, RedisSessions, SessionMemory
 from forecourt.gateway.base import Invocation, Principal
 
 from .support import MOTOR, Rig, adapter_files, error_of, start_rig

@@ -1,5 +1,5 @@
-"""Errors raised by Forecourt's outbound integrations (model runtimes, upstream MCP servers,
-knowledge, the outbound AAP client, adapter configuration). Every one derives from
+"""Errors raised by Forecourt's outbound integrations (model runtimes with their shared GPU slots and session
+memory, upstream MCP servers, knowledge, the outbound AAP client, adapter configuration). Every one derives from
 :class:`forecourt.errors.ForecourtError`; see that module for the whole tree and the wire forms.
 """
 
@@ -163,3 +163,26 @@ class JobNotFound(NotFound):
 
     code = "models.job_not_found"
     default_message = "No such job."
+
+
+# raised in forecourt.adapters.models.slots and .session_memory
+
+
+class SlotsUnavailable(ForecourtError):
+    """The shared slot counter (Redis) cannot be reached: GPU work is not admitted blind."""
+
+    code = "gpu.quota_unavailable"
+    http_status = 503
+    jsonrpc_code = -32000
+    retryable = True
+    default_message = "GPU quotas cannot be checked right now."
+
+
+class SessionsUnavailable(ForecourtError):
+    """The shared session store (Redis) cannot be reached."""
+
+    code = "models.sessions_unavailable"
+    http_status = 503
+    jsonrpc_code = -32000
+    retryable = True
+    default_message = "Conversation memory is not available right now."

@@ -1,4 +1,4 @@
-"""Errors of the gateway's own resources: credentials, the database, GPU slots and model sessions.
+"""Errors of the gateway's own resources: credentials and the database.
 
 Every one derives from :class:`forecourt.errors.ForecourtError`; that module draws the whole tree.
 """
@@ -30,26 +30,3 @@ class StoreUnavailable(ForecourtError):
     jsonrpc_code = -32000
     retryable = True
     default_message = "The service's database is unavailable; try again shortly."
-
-
-# raised in forecourt.gateway.backends.slots and .sessions ---
-
-
-class SlotsUnavailable(ForecourtError):
-    """The shared slot counter (Redis) cannot be reached: GPU work is not admitted blind."""
-
-    code = "gpu.quota_unavailable"
-    http_status = 503
-    jsonrpc_code = -32000
-    retryable = True
-    default_message = "GPU quotas cannot be checked right now."
-
-
-class SessionsUnavailable(ForecourtError):
-    """The shared session store (Redis) cannot be reached."""
-
-    code = "models.sessions_unavailable"
-    http_status = 503
-    jsonrpc_code = -32000
-    retryable = True
-    default_message = "Conversation memory is not available right now."

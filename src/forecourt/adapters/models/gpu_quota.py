@@ -5,7 +5,7 @@ Two quotas per company: ``inference`` (Triton calls in flight) and ``jobs`` (fin
 limit is the tightest of the company's policies' ``rate_limits.gpu_inference_slots`` / ``gpu_job_slots`` and the
 ``nvidia`` adapter configuration's ``gpu.inference_slots`` / ``gpu.job_slots`` (the operator's value; a company
 setting may lower it, never raise it); no value anywhere means no quota. Slots live in the gateway's slot pool
-(:mod:`forecourt.gateway.backends.slots`: Redis when configured, so every replica counts the same slots) with a
+(:mod:`forecourt.adapters.models.slots`: Redis when configured, so every replica counts the same slots) with a
 lease, so a replica that dies holding slots frees them: an inference slot's lease is the call's timeout plus a
 margin; a job slot's lease is ``gpu.job_lease_s`` (default a week), released as soon as the job ends.
 """
@@ -18,8 +18,8 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 from forecourt.adapters.errors import GpuQuotaExceeded
+from forecourt.adapters.models.slots import SlotPool, build_slot_pool
 from forecourt.contract import ExecutionContext
-from forecourt.gateway.backends.slots import SlotPool, build_slot_pool
 
 if TYPE_CHECKING:
     from forecourt.gateway.pipeline import Gateway

@@ -10,7 +10,7 @@ kept for the next call, so a multi-turn conversation sends only the new turn. Th
 - redactable: ``vertex.sessions.delete`` erases it at once; ``vertex.sessions.get`` shows what is kept.
 
 System instructions are never stored (each call sends its own). Stored in the gateway's session memory
-(:mod:`forecourt.gateway.backends.sessions`: Redis when configured, else this process).
+(:mod:`forecourt.adapters.models.session_memory`: Redis when configured, else this process).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from dataclasses import replace
 from typing import Any
 
 from forecourt.adapters.models.common import Message, ModelRequest
+from forecourt.adapters.models.session_memory import SessionMemory, build_session_memory
 from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.errors import InvalidParams
-from forecourt.gateway.backends.sessions import SessionMemory, build_session_memory
 
 DEFAULT_MAX_TURNS = 20
 DEFAULT_MAX_CHARS = 8000

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-from forecourt.gateway.errors import SlotsUnavailable
+from forecourt.adapters.errors import SlotsUnavailable
 from forecourt.settings import Settings
 
 

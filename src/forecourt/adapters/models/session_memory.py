@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from forecourt.gateway.errors import SessionsUnavailable
+from forecourt.adapters.errors import SessionsUnavailable
 from forecourt.settings import Settings
 
 
