@@ -28,13 +28,13 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, Protocol
-
-import redis.asyncio as aioredis
+from typing import TYPE_CHECKING, Any, Protocol
 
 from forecourt.errors import Overloaded
 from forecourt.gateway.backends.common import WarnThrottle
-from forecourt.gateway.backends.redis import UNAVAILABLE
+
+if TYPE_CHECKING:  # redis is imported with the Redis backends, when settings name a Redis server
+    import redis.asyncio as aioredis
 
 logger = logging.getLogger(__name__)
 
@@ -224,6 +224,9 @@ class RedisEventBus:
         ping_interval_s: float = 15.0,
         ping_timeout_s: float = 5.0,
     ) -> None:
+        from forecourt.gateway.backends.redis import UNAVAILABLE
+
+        self._unavailable = UNAVAILABLE
         self._client = client
         self._ping_interval_s = ping_interval_s
         self._ping_timeout_s = ping_timeout_s
@@ -243,7 +246,7 @@ class RedisEventBus:
         """Publish ``message`` to every replica; dropped (with a throttled warning) if Redis is unavailable."""
         try:
             await self._client.publish(self._prefix + channel, message)
-        except UNAVAILABLE as exc:
+        except self._unavailable as exc:
             self._publish_warn.failed(exc, "event dropped")
             return
         self._publish_warn.succeeded()
@@ -262,7 +265,7 @@ class RedisEventBus:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
             self._reader = None
-        with contextlib.suppress(*UNAVAILABLE):
+        with contextlib.suppress(*self._unavailable):
             await self._pubsub.aclose()
 
     async def _attach(self, sub: Subscription) -> None:
@@ -274,7 +277,7 @@ class RedisEventBus:
                 self._confirmed[name] = asyncio.Event()
                 try:
                     await self._pubsub.subscribe(name)
-                except UNAVAILABLE as exc:
+                except self._unavailable as exc:
                     self._fanout.remove(sub)
                     self._confirmed.pop(name, None)
                     self._read_warn.failed(exc, "a subscription was refused")
@@ -295,7 +298,7 @@ class RedisEventBus:
             self._confirmed.pop(name, None)
             try:
                 await self._pubsub.unsubscribe(name)
-            except UNAVAILABLE as exc:
+            except self._unavailable as exc:
                 # Harmless: messages for a channel nobody here listens to are dropped on arrival.
                 self._read_warn.failed(exc, "an unsubscribe was not sent")
 
@@ -323,7 +326,7 @@ class RedisEventBus:
                     self._dispatch(message)
                 else:
                     ping_sent = await self._keepalive(loop.time(), last_seen, ping_sent)
-            except UNAVAILABLE as exc:
+            except self._unavailable as exc:
                 self._read_warn.failed(exc, "reconnecting; events published meanwhile are lost")
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 1.0)
