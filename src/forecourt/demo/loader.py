@@ -98,7 +98,7 @@ async def load_demo(
     for dealership in DEALERSHIPS:
         async with store.transaction() as uow:
             await _load_rooftop(uow, dealership, size=plan_size, seed=seed, now=at, report=report)
-    from forecourt.adapters.knowledge.demo import load_demo_knowledge
+    from forecourt.demo.knowledge import load_demo_knowledge
 
     # Dealer documents (FAQ, policies, warranty) and example named queries; unchanged ones are skipped.
     report.created.update(await load_demo_knowledge(store, now=at))
