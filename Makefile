@@ -23,7 +23,7 @@ demo: migrate
 	$(BIN)/forecourt demo
 
 run: demo
-	$(BIN)/forecourt serve --host 127.0.0.1 --port 8000
+	$(BIN)/forecourt serve --dev --host 127.0.0.1 --port 8000
 
 lint: install
 	$(BIN)/ruff check src tests bench

@@ -23,7 +23,7 @@ load() { BENCH_BODY_FILE=$WORK/body.json BENCH_HEADERS=$HDRS taskset -c 1 wrk -t
 for round in $(seq "$ROUNDS"); do
   for which in before after; do
     if [ $which = before ]; then PP=$BEFORE; else PP=$ROOT/src; fi
-    PYTHONPATH=$PP FORECOURT_CACHE_ENABLED=$CACHE taskset -c 0 "$F" serve --host 127.0.0.1 --port "$PORT" >"$WORK/$which.log" 2>&1 &
+    PYTHONPATH=$PP FORECOURT_CACHE_ENABLED=$CACHE taskset -c 0 "$F" serve --dev --host 127.0.0.1 --port "$PORT" >"$WORK/$which.log" 2>&1 &
     SPID=$!
     for _ in $(seq 120); do curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break; sleep 0.5; done
     load 3s >/dev/null

@@ -205,7 +205,7 @@ class Server:
         self.workers = workers
         self._log = log.open("w")
         self.proc = subprocess.Popen(
-            [FORECOURT, "serve", "--workers", str(workers)],
+            [FORECOURT, "serve", "--dev", "--workers", str(workers)],
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -18,7 +18,7 @@ KEY=$($F keys create --company demo-motor-group --member crm-agent --json | pyth
 ARGS='{"dealership_id":"demo-toyota-sf","limit":20}'
 for which in before after; do
   if [ $which = before ]; then PP=$BEFORE; else PP=$ROOT/src; fi
-  PYTHONPATH=$PP FORECOURT_CACHE_ENABLED=$CACHE taskset -c 0 $F serve --host 127.0.0.1 --port $PORT >logs/fc-$which.log 2>&1 & SPID=$!
+  PYTHONPATH=$PP FORECOURT_CACHE_ENABLED=$CACHE taskset -c 0 $F serve --dev --host 127.0.0.1 --port $PORT >logs/fc-$which.log 2>&1 & SPID=$!
   for _ in $(seq 120); do curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break; sleep 0.5; done
   for style in modern legacy; do
     EXT_NAME="F_${which}_${style}_cache_$CACHE" EXT_URL="http://127.0.0.1:$PORT/mcp" EXT_API_KEY=$KEY EXT_TOOL=inventory.search \

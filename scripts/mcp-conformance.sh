@@ -81,7 +81,7 @@ JSON
 "$BIN/forecourt" upstreams add conformance --company demo-motor-group --namespace "" \
   --url "http://127.0.0.1:$UP_PORT/mcp" >/dev/null
 
-FORECOURT_MCP_ANONYMOUS_MEMBER=demo-motor-group/conformance-agent "$BIN/forecourt" serve >"$WORK/forecourt.log" 2>&1 &
+FORECOURT_MCP_ANONYMOUS_MEMBER=demo-motor-group/conformance-agent "$BIN/forecourt" serve --dev >"$WORK/forecourt.log" 2>&1 &
 PIDS+=($!)
 wait_http "http://127.0.0.1:$PORT/healthz" "${PIDS[1]}" "$WORK/forecourt.log"
 # The gateway connects to its upstreams in the background: wait until the upstream's tools are listed.

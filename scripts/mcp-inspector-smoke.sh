@@ -39,7 +39,7 @@ export FORECOURT_API_KEY_PEPPER="inspector-smoke-pepper-0123456789" FORECOURT_LO
 "$BIN/forecourt" demo --vehicles 10 >/dev/null
 KEY="$("$BIN/forecourt" keys create --company demo-motor-group --member crm-agent --json | "$BIN/python" -c 'import json,sys; print(json.load(sys.stdin)["key"])')"
 
-"$BIN/forecourt" serve >"$WORK/server.log" 2>&1 &
+"$BIN/forecourt" serve --dev >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 1 300); do
   if curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1; then break; fi

@@ -356,7 +356,14 @@ def _routes(services: Services) -> tuple[list[BaseRoute], list[Middleware]]:
         from forecourt.surfaces.console import console_routes
 
         tools_for = mcp_surfaces[0].member_tools if mcp_surfaces else None
-        routes.extend(console_routes(services.gateway, services.settings, tools_for=tools_for))
+        routes.extend(
+            console_routes(
+                services.gateway,
+                services.settings,
+                tools_for=tools_for,
+                sessions=services.backends.console_sessions,
+            )
+        )
     from forecourt.surfaces.access import AccessMiddleware
 
     # The access log is outermost (it sees every status, the guard's 413s too); then the guard: every surface

@@ -86,7 +86,9 @@ def two_workers(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     }
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen([FORECOURT, "serve", "--workers", "2"], env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [FORECOURT, "serve", "--dev", "--workers", "2"], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
     url = f"http://127.0.0.1:{port}"
 
     def both_workers_up() -> bool:

@@ -97,7 +97,7 @@ def test_sigterm_refuses_new_connections_finishes_in_flight_calls_flushes_audit_
     )
     key = json.loads(made.stdout)["key"]
     before = _audit_rows(db)  # creating the key is audited too
-    proc = subprocess.Popen([FORECOURT, "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([FORECOURT, "serve", "--dev"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _wait_ready(port, proc)
         served = 5

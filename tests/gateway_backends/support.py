@@ -9,6 +9,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
 
+from forecourt.gateway.backends.console_sessions import (
+    MemorySessionRegistry,
+    RedisSessionRegistry,
+    SessionRegistry,
+)
 from forecourt.gateway.backends.memory import (
     MemoryIdempotencyStore,
     MemoryRateLimiter,
@@ -165,3 +170,10 @@ class TcpRelay:
         userinfo = parts.netloc.rpartition("@")[0]
         netloc = f"{userinfo}@127.0.0.1:{self.port}" if userinfo else f"127.0.0.1:{self.port}"
         return urlunsplit(parts._replace(netloc=netloc))
+
+
+def console_sessions(rig: Rig) -> SessionRegistry:
+    """A console-session registry of the rig's kind (a new Redis client each: another replica)."""
+    if rig.kind == "memory":
+        return MemorySessionRegistry(clock=rig.clock)
+    return RedisSessionRegistry(rig.client(), prefix=rig.prefix)

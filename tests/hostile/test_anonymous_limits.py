@@ -132,7 +132,10 @@ async def test_an_untrusted_peer_cannot_escape_its_bucket_with_x_forwarded_for(p
 
 
 def test_serve_refuses_a_public_bind_declared_behind_a_proxy_without_trusted_proxies() -> None:
-    secrets = {"cursor_secret": "c" * 32, "api_key_pepper": "p" * 32}
+    secrets = {
+        "cursor_secret": "Zq7v3Kx9Lm2Pw8Rt5Yb1Nc6Hd4Jf0Gs-",
+        "api_key_pepper": "Hy4Tn8Wq2Mc6Vx0Lp3Rk9Bf5Zd7Js1Ga_",
+    }
     problems = startup_problems(Settings(host="0.0.0.0", behind_proxy=True, **secrets))  # type: ignore[arg-type]
     assert len(problems) == 1
     assert "FORECOURT_TRUSTED_PROXIES" in problems[0]

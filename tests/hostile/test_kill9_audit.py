@@ -58,7 +58,7 @@ def _env(db: Path, port: int) -> dict[str, str]:
 
 
 def _start(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([FORECOURT, "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([FORECOURT, "serve", "--dev"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 90.0
     while time.monotonic() < deadline:
         if proc.poll() is not None:

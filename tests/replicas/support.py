@@ -115,7 +115,7 @@ def start_replica(name: str, env: dict[str, str], log_dir: Path) -> Replica:
     log = log_dir / f"{name}.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [str(executable), "serve", "--host", "127.0.0.1", "--port", str(port)],
+            [str(executable), "serve", "--dev", "--host", "127.0.0.1", "--port", str(port)],
             env={**os.environ, **env, "FORECOURT_INSTANCE_NAME": name},
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -69,6 +69,9 @@ def serve(
     ssl_certfile: Path | None = typer.Option(None, help="TLS certificate (PEM)."),
     ssl_keyfile: Path | None = typer.Option(None, help="TLS private key (PEM)."),
     ssl_ca_certs: Path | None = typer.Option(None, help="CA bundle: when given, clients must present a certificate."),
+    dev: bool = typer.Option(
+        False, "--dev", help="Development mode: allow the published development secrets (loopback bind only)."
+    ),
 ) -> None:
     """Serve the HTTP front doors (REST envelope, MCP, A2A/AAP, admin, health)."""
     if port is not None:
@@ -78,7 +81,13 @@ def serve(
 
     settings = load_settings(config, command_logs=True, host=host, port=port)
     serve_http(
-        settings, config, workers=workers, ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, ssl_ca_certs=ssl_ca_certs
+        settings,
+        config,
+        workers=workers,
+        ssl_certfile=ssl_certfile,
+        ssl_keyfile=ssl_keyfile,
+        ssl_ca_certs=ssl_ca_certs,
+        dev=dev,
     )
 
 

@@ -1,11 +1,14 @@
-"""Start-up checks of ``forecourt serve``: settings that must never reach a network other than loopback.
+"""Start-up checks of ``forecourt serve``: settings that must never be served.
 
-A server bound to an address other hosts can reach refuses to start while it still holds the published
-development secrets (anyone can read them in the source: they would let a caller forge cursors and
-recompute API-key hashes), or when it is declared to run behind a proxy (``FORECOURT_BEHIND_PROXY``) with no
-``FORECOURT_TRUSTED_PROXIES``. One line names the variables to set. Without the declaration it only warns
-(at start, and again at the first forwarded request it has to ignore): a server reached directly needs no
-trusted proxies, and it cannot tell at start whether a proxy is in front of it.
+A server refuses to start — on every bind address: a loopback bind behind a proxy is production too — while
+any of its secrets is weak (:func:`forecourt.secret_keys.weakness`: short, low-entropy, or a value published
+in the repository, the built-in development defaults included: anyone can read them in the source; they would
+let a caller forge cursors and console sessions and recompute API-key hashes). ``forecourt serve --dev`` is
+the one way to run with development secrets; it binds loopback only and says so at start. A server declared
+to run behind a proxy (``FORECOURT_BEHIND_PROXY``) with no ``FORECOURT_TRUSTED_PROXIES`` refuses to start too.
+One line names each variable to set. Without the declaration it only warns (at start, and again at the first
+forwarded request it has to ignore): a server reached directly needs no trusted proxies, and it cannot tell at
+start whether a proxy is in front of it.
 """
 
 from __future__ import annotations
@@ -13,9 +16,9 @@ from __future__ import annotations
 import ipaddress
 import sys
 
+from forecourt.secret_keys import weakness
 from forecourt.settings import Settings
 
-_DEV_MARKER = "change-me"
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
 
@@ -38,23 +41,45 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def published_secrets(settings: Settings) -> list[str]:
-    """The environment variables whose values are still the published development defaults."""
-    pairs = (
+def _secrets(settings: Settings) -> list[tuple[str, str]]:
+    """Every secret the server would use, by the variable that sets it."""
+    found = [
         ("FORECOURT_CURSOR_SECRET", settings.cursor_secret.get_secret_value()),
         ("FORECOURT_API_KEY_PEPPER", settings.api_key_pepper.get_secret_value()),
-    )
-    return [name for name, secret in pairs if _DEV_MARKER in secret]
+    ]
+    for name, value in (
+        ("FORECOURT_CONSOLE_SESSION_SECRET", settings.console_session_secret),
+        ("FORECOURT_CONSOLE_OPERATOR_KEY", settings.console_operator_key),
+    ):
+        if value is not None:
+            found.append((name, value.get_secret_value()))
+    return found
 
 
-def startup_problems(settings: Settings) -> list[str]:
-    """One line per reason ``settings`` must not be served (empty when it may start)."""
+def weak_secrets(settings: Settings) -> list[str]:
+    """``NAME (why)`` for each secret that must not be served."""
+    out = []
+    for name, value in _secrets(settings):
+        why = weakness(value)
+        if why is not None:
+            out.append(f"{name} ({why})")
+    return out
+
+
+def startup_problems(settings: Settings, *, dev: bool = False) -> list[str]:
+    """One line per reason ``settings`` must not be served (empty when it may start).
+
+    ``dev``: ``forecourt serve --dev``: weak secrets are allowed, on a loopback bind only.
+    """
     problems: list[str] = []
-    weak = published_secrets(settings)
-    if weak and not is_loopback(settings.host):
+    weak = weak_secrets(settings)
+    if dev and not is_loopback(settings.host):
+        problems.append(f"refusing to serve on {settings.host} with --dev: development mode binds loopback only")
+    elif weak and not dev:
         problems.append(
-            f"refusing to serve on {settings.host} with the published development secrets: "
-            f"set {' and '.join(weak)} (at least 32 random characters each)"
+            f"refusing to serve with weak secrets: {'; '.join(weak)}. Set each to at least {32} random "
+            "characters (python3 -c 'import secrets; print(secrets.token_urlsafe(48))'), or run "
+            "`forecourt serve --dev` on loopback for development"
         )
     if settings.behind_proxy and not settings.trusted_proxies and not is_loopback(settings.host):
         problems.append(
@@ -74,12 +99,20 @@ def startup_warnings(settings: Settings) -> list[str]:
     return []
 
 
-def refuse_unsafe_start(settings: Settings) -> None:
+def refuse_unsafe_start(settings: Settings, *, dev: bool = False) -> None:
     """Exit (status 2) with one line on stderr per problem, before anything listens."""
     for line in startup_warnings(settings):
         print(f"forecourt: warning: {line}", file=sys.stderr)
-    problems = startup_problems(settings)
+    problems = startup_problems(settings, dev=dev)
     if problems:
         for line in problems:
             print(f"forecourt: {line}", file=sys.stderr)
         raise StartupRefused(problems[0])
+    if dev:
+        weak = weak_secrets(settings)
+        detail = f" ({', '.join(w.split(' ', 1)[0] for w in weak)})" if weak else ""
+        print(
+            f"forecourt: DEVELOPMENT MODE (--dev): serving with development secrets{detail} on loopback only; "
+            "never expose this server",
+            file=sys.stderr,
+        )

@@ -132,12 +132,16 @@ def serve_http(
     ssl_certfile: Path | None = None,
     ssl_keyfile: Path | None = None,
     ssl_ca_certs: Path | None = None,
+    dev: bool = False,
 ) -> None:
-    """Run uvicorn; SIGTERM drains (docs/operations.md, "Drain") and flushes audit before exit."""
+    """Run uvicorn; SIGTERM drains (docs/operations.md, "Drain") and flushes audit before exit.
+
+    ``dev``: ``--dev``, the one way to serve with development secrets (cli/preflight.py).
+    """
     from forecourt.cli.preflight import refuse_unsafe_start
     from forecourt.logs import uvicorn_log_config
 
-    refuse_unsafe_start(settings)
+    refuse_unsafe_start(settings, dev=dev)
     if settings.prometheus_multiproc_dir is not None:
         # The bootstrap step below already counts into it; prepare_multiprocess_metrics empties it afterwards.
         settings.prometheus_multiproc_dir.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from forecourt.gateway.backends.console_sessions import MemorySessionRegistry, SessionRegistry
 from forecourt.gateway.backends.memory import (
     MemoryIdempotencyStore,
     MemoryRateLimiter,
@@ -34,6 +35,7 @@ class Backends:
         idempotency: Claims and responses of side-effect calls with an idempotency key.
         revocations: API-key prefixes revoked since keys were loaded.
         events: Change-event fan-out (to other replicas too, with Redis).
+        console_sessions: Live console sessions (sign-out ends one on every replica).
     """
 
     kind: Literal["memory", "redis"]
@@ -42,6 +44,7 @@ class Backends:
     idempotency: IdempotencyStore
     revocations: RevocationList
     events: EventBus
+    console_sessions: SessionRegistry = field(default_factory=MemorySessionRegistry)
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, repr=False)
     ping: Callable[[], Awaitable[object]] | None = field(default=None, repr=False)
     """One round trip to the shared store (Redis ``PING``); ``None`` in memory. For ``/readyz`` and metrics."""
@@ -69,6 +72,7 @@ def memory_backends(cache_max_entries: int = 10_000) -> Backends:
 
 def redis_backends(settings: Settings) -> Backends:
     """Redis backends sharing one connection pool (plus one pub/sub connection for the event bus)."""
+    from forecourt.gateway.backends.console_sessions import RedisSessionRegistry
     from forecourt.gateway.backends.redis import (
         RedisIdempotencyStore,
         RedisRateLimiter,
@@ -89,6 +93,7 @@ def redis_backends(settings: Settings) -> Backends:
         idempotency=RedisIdempotencyStore(client, prefix=prefix),
         revocations=RedisRevocationList(client, prefix=prefix),
         events=events,
+        console_sessions=RedisSessionRegistry(client, prefix=prefix),
         _closers=[events.close, client.aclose],
         ping=client.ping,
     )

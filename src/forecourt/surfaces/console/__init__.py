@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
+from forecourt.gateway.backends.console_sessions import SessionRegistry
 from forecourt.gateway.pipeline import Gateway
 from forecourt.settings import Settings
 from forecourt.surfaces.console import views_main as main
@@ -30,9 +31,16 @@ async def _static(request: Request) -> Response:
     return Response(body, media_type=_STATIC[name], headers=headers)
 
 
-def console_routes(gateway: Gateway, settings: Settings, *, tools_for: ToolsFor | None = None) -> list[BaseRoute]:
-    """The console's routes, mounted at the configured prefix (``tools_for``: a member's MCP ``tools/list``)."""
-    core = ConsoleCore(gateway, settings)
+def console_routes(
+    gateway: Gateway,
+    settings: Settings,
+    *,
+    tools_for: ToolsFor | None = None,
+    sessions: SessionRegistry | None = None,
+) -> list[BaseRoute]:
+    """The console's routes, mounted at the configured prefix (``tools_for``: a member's MCP ``tools/list``;
+    ``sessions``: where live sessions are recorded, the backends' registry)."""
+    core = ConsoleCore(gateway, settings, sessions)
     core.tools_for = tools_for
     auth = AuthViews(core)
     page = core.page

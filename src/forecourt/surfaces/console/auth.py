@@ -19,11 +19,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from forecourt.errors import ForecourtError, UnsafeTarget
-from forecourt.gateway.auth.operator import is_operator, looks_like_operator_key
 from forecourt.gateway.base import Credentials, Invocation
 from forecourt.netguard import check_url_async
 from forecourt.surfaces.console.core import SECURITY_HEADERS, ConsoleCore, same_origin
-from forecourt.surfaces.console.session import OIDC_COOKIE, Session, operator_key_ok
+from forecourt.surfaces.console.session import OIDC_COOKIE, Session, csrf_ok
 from forecourt.surfaces.http_util import credentials_from_request
 
 OIDC_TTL_S = 600
@@ -57,21 +56,9 @@ class AuthViews:
         key = str(form.get("api_key", "")).strip()
         if not key or len(key) > 4096:
             return self._form("Enter an API key.", 400)
-        if operator_key_ok(self.settings, key) or await self._is_operator_key(key):
-            return await self._start(request, Session("operator", None, None, None, "Platform operator"))
+        if await self.core.is_operator_credential(key):
+            return await self._start(request, Session("operator", key, None, None, "Platform operator"))
         return await self._with_token(request, "key", key)
-
-    async def _is_operator_key(self, key: str) -> bool:
-        """Whether ``key`` is a live operator key (``forecourt operator create-key``, or the bootstrap one)."""
-        if not looks_like_operator_key(key):
-            return False
-        try:
-            principal = await self.core.gateway.principal_for(
-                Invocation(action="", payload={}, credentials=Credentials(bearer=key), surface="console")
-            )
-        except ForecourtError:
-            return False
-        return is_operator(principal)
 
     async def _with_token(self, request: Request, kind: str, token: str) -> Response:
         inv = Invocation(
@@ -95,12 +82,19 @@ class AuthViews:
         if session.operator:
             companies = await self.core.invoke(request, session, "console.companies.list", {})
             session.company_id = companies["items"][0]["id"] if companies["items"] else None
+        await self.core.start_session(session)
         response = RedirectResponse(f"{self.core.prefix}/", status_code=303)
         self.core.set_session(request, response, session)
         return response
 
     async def signout(self, request: Request) -> Response:
-        """Forget the session."""
+        """End the session on every replica (a form of this console's own, with the session's CSRF token)."""
+        session = await self.core.load_session(request)
+        if session is not None:
+            form = await request.form()
+            if not same_origin(request) or not csrf_ok(session, str(form.get("csrf", ""))):
+                return self._form("Sign out from this console's own page.", 403)
+            await self.core.end_session(session)
         response = RedirectResponse(f"{self.core.prefix}/signin", status_code=303)
         self.core.set_session(request, response, None)
         return response

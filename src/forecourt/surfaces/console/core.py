@@ -20,10 +20,12 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from forecourt.domain.tenancy import Member
 from forecourt.errors import CsrfRejected, ForecourtError, Unauthorized
+from forecourt.gateway.auth.operator import is_operator, looks_like_operator_key
+from forecourt.gateway.backends.console_sessions import MemorySessionRegistry, SessionRegistry
 from forecourt.gateway.base import Credentials, Invocation, Principal
 from forecourt.gateway.pipeline import Gateway
 from forecourt.settings import Settings
-from forecourt.surfaces.console.session import COOKIE, Session, Sessions, csrf_ok
+from forecourt.surfaces.console.session import COOKIE, Session, Sessions, csrf_ok, operator_key_ok
 from forecourt.surfaces.http_util import credentials_from_request
 
 logger = logging.getLogger(__name__)
@@ -109,11 +111,13 @@ ToolsFor = Callable[[Member], Awaitable[list[Any]]]
 class ConsoleCore:
     """Templates, sessions and the gateway, shared by every console view."""
 
-    def __init__(self, gateway: Gateway, settings: Settings) -> None:
+    def __init__(self, gateway: Gateway, settings: Settings, registry: SessionRegistry | None = None) -> None:
         self.gateway = gateway
         self.settings = settings
         self.prefix = settings.console_prefix.rstrip("/")
         self.sessions = Sessions(settings)
+        self.registry: SessionRegistry = registry if registry is not None else MemorySessionRegistry()
+        """The live sessions' records (shared by the replicas when they are in Redis)."""
         self.env = Environment(
             loader=FileSystemLoader(str(HERE / "templates")),
             autoescape=select_autoescape(("html", "svg")),
@@ -149,6 +153,43 @@ class ConsoleCore:
             max_age=int(self.settings.console_idle_timeout_s),
         )
 
+    async def start_session(self, session: Session) -> None:
+        """Record a new session (before its cookie is written)."""
+        await self.registry.start(session.sid, self.settings.console_idle_timeout_s)
+
+    async def end_session(self, session: Session) -> None:
+        """End ``session`` at once, on every replica."""
+        await self.registry.end(session.sid)
+
+    async def load_session(self, request: Request) -> Session | None:
+        """The request's live session: its cookie opens, its record lives, and an operator's key still verifies."""
+        session = self.sessions.open(request.cookies.get(COOKIE))
+        if session is None:
+            return None
+        if not await self.registry.renew(session.sid, self.settings.console_idle_timeout_s):
+            return None
+        if session.operator and not await self.is_operator_credential(session.token):
+            await self.registry.end(session.sid)
+            return None
+        return session
+
+    async def is_operator_credential(self, key: str | None) -> bool:
+        """Whether ``key`` is the configured console operator key or a live operator key (``forecourt operator
+        create-key``, or the bootstrap one)."""
+        if not key:
+            return False
+        if operator_key_ok(self.settings, key):
+            return True
+        if not looks_like_operator_key(key):
+            return False
+        try:
+            principal = await self.gateway.principal_for(
+                Invocation(action="", payload={}, credentials=Credentials(bearer=key), surface="console")
+            )
+        except ForecourtError:
+            return False
+        return is_operator(principal)
+
     async def invoke(self, request: Request, session: Session, action: str, payload: dict[str, Any]) -> Any:
         """One gateway call as the session's person (the operator: the internal operator principal)."""
         principal = None
@@ -176,7 +217,7 @@ class ConsoleCore:
         """A Starlette endpoint around ``view``: session required, CSRF checked on posts, errors as pages."""
 
         async def endpoint(request: Request) -> Response:
-            session = self.sessions.load(request.cookies.get(COOKIE))
+            session = await self.load_session(request)
             if session is None:
                 response: Response = RedirectResponse(f"{self.prefix}/signin", status_code=303)
                 self.set_session(request, response, None)

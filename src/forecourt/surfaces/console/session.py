@@ -1,9 +1,12 @@
-"""Console sessions: a sealed cookie (AES-GCM) holding the sign-in credential, the CSRF token and the idle clock.
+"""Console sessions: a sealed cookie (AES-GCM) holding the sign-in credential, the CSRF token, the idle clock
+and the id of the session's server-side record.
 
-Stateless, so any replica can serve any request: every replica derives the same key from
-``FORECOURT_CONSOLE_SESSION_SECRET`` (or the cursor secret). The credential inside (an API key or an OIDC
-ID token) is presented to the gateway on every call, so a revoked key or an expired token ends the session
-at once; the operator's session carries no credential, only the fact that the operator key was presented.
+Every replica derives the same sealing key with HKDF from ``FORECOURT_CONSOLE_SESSION_SECRET`` (else from the
+cursor secret, for this purpose only: :mod:`forecourt.secret_keys`). A cookie opens the console only while its
+record lives (:mod:`forecourt.gateway.backends.console_sessions`): a forged cookie names no record, and
+sign-out ends the session at once on every replica. The credential inside (an API key, an OIDC ID token, or
+the operator key) is checked again on every page, so a revoked key, an expired token or an operator key that
+is no longer configured ends the session at once.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import orjson
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from forecourt.secret_keys import derived_key
 from forecourt.settings import Settings
 
 COOKIE = "fc_console"
@@ -38,6 +42,8 @@ class Session:
     member_id: str | None
     name: str
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    sid: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    """The id of the session's server-side record (256 random bits)."""
     last: float = field(default_factory=time.time)
     flash: str | None = None
 
@@ -52,7 +58,7 @@ class Sealer:
 
     def __init__(self, settings: Settings) -> None:
         secret = settings.console_session_secret or settings.cursor_secret
-        self._aead = AESGCM(hashlib.sha256(b"forecourt-console-v1:" + secret.get_secret_value().encode()).digest())
+        self._aead = AESGCM(derived_key(secret.get_secret_value(), "console-session/v2"))
 
     def seal(self, value: dict[str, Any], purpose: bytes) -> str:
         """``value`` encrypted and authenticated, bound to ``purpose``."""
@@ -79,8 +85,11 @@ class Sessions:
         self.sealer = Sealer(settings)
         self.idle_s = settings.console_idle_timeout_s
 
-    def load(self, cookie: str | None) -> Session | None:
-        """The session in ``cookie``, or ``None`` (absent, forged or idle too long)."""
+    def open(self, cookie: str | None) -> Session | None:
+        """The session sealed in ``cookie``, or ``None`` (absent, tampered with or idle too long).
+
+        Only the caller's check of the session's record (``SessionRegistry.renew``) makes it live.
+        """
         data = self.sealer.open(cookie, b"session")
         if data is None:
             return None
