@@ -16,10 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -32,6 +30,10 @@ from forecourt.store.sql.knowledge_tables import (
     knowledge_vectors,
 )
 from forecourt.store.sql.sqlite_vec import ensure_sqlite_vec
+
+if TYPE_CHECKING:  # numpy is imported by the code that handles vectors, not by every process that opens a store
+    import numpy as np
+    import numpy.typing as npt
 
 FTS_TABLE = "knowledge_fts"
 _PGVECTOR_KEY = "forecourt.pgvector"
@@ -221,6 +223,8 @@ class SqlKnowledgeRepository:
         keep = [i for i, v in enumerate(vectors) if v.shape == query.shape]
         if not keep:
             return []
+        import numpy as np
+
         matrix = np.vstack([vectors[i] for i in keep])
         scores = matrix @ query
         order = np.argsort(-scores, kind="stable")[:limit]

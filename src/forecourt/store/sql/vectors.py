@@ -13,16 +13,18 @@ Vectors are unit length, so cosine similarity is ``1 - cosine distance`` and equ
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from forecourt.store.sql.sqlite_vec import ensure_sqlite_vec
 from forecourt.store.sql.vector_tables import vector_records
 from forecourt.store.vectors import VectorRecord, VectorScope
+
+if TYPE_CHECKING:  # numpy is imported by the code that handles vectors, not by every process that opens a store
+    import numpy as np
+    import numpy.typing as npt
 
 SCAN_PAGE = 5000
 _PGVECTOR_KEY = "forecourt.pgvector"
@@ -38,10 +40,14 @@ class _PgVector(sa.types.UserDefinedType[str]):
 
 
 def _to_blob(vector: npt.NDArray[np.float32]) -> bytes:
+    import numpy as np
+
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
 def _from_value(data: Any) -> npt.NDArray[np.float32]:
+    import numpy as np
+
     if isinstance(data, bytes | bytearray | memoryview):
         return np.frombuffer(bytes(data), dtype="<f4").astype(np.float32)
     return np.asarray(list(data), dtype=np.float32)
@@ -171,6 +177,8 @@ class SqlVectorRepository:
             rows = (await self.conn.execute(stmt)).all()
             if not rows:
                 break
+            import numpy as np
+
             matrix = np.vstack([_from_value(r.vector) for r in rows])
             scores = matrix @ query
             best.extend((rows[i].id, float(scores[i])) for i in range(len(rows)))
