@@ -4,18 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forecourt.surfaces.mcp.doc import (
-    BEGIN,
-    END,
-    TOOLSETS_BEGIN,
-    TOOLSETS_END,
-    current_catalogue,
-    tool_table,
-    toolset_table,
-)
+from forecourt.cli.mcp_doc import current_catalogue
+from forecourt.surfaces.mcp.doc import BEGIN, END, TOOLSETS_BEGIN, TOOLSETS_END, tool_table, toolset_table
 from forecourt.surfaces.mcp.tools import exposed, tool_name
 
-REGENERATE = ".venv/bin/python -m forecourt.surfaces.mcp.doc --write docs/mcp.md"
+REGENERATE = ".venv/bin/python -m forecourt.cli.mcp_doc --write docs/mcp.md"
 DOC = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"
 
 

@@ -1,15 +1,12 @@
 """The tool and toolset tables of docs/mcp.md, generated from the catalogue.
 
-``python -m forecourt.surfaces.mcp.doc`` prints the tables; ``--write docs/mcp.md`` replaces the text between
+``python -m forecourt.cli.mcp_doc`` prints the tables; ``--write docs/mcp.md`` replaces the text between
 the ``<!-- tools:begin -->`` and ``<!-- tools:end -->`` markers (and ``toolsets:``). A test fails when the doc
 is out of date. Toolset sizes are the ``tools/list`` of a member allowed every tool, counted in cl100k_base and
 o200k_base.
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 from forecourt.actions.toolsets import TOOLSETS, in_toolset
 from forecourt.contract import Action, Catalogue
@@ -70,26 +67,3 @@ def render(document: str, catalogue: Catalogue) -> str:
     if TOOLSETS_BEGIN in document:
         document = replace_table(document, toolset_table(catalogue), TOOLSETS_BEGIN, TOOLSETS_END)
     return document
-
-
-def current_catalogue() -> Catalogue:
-    """The catalogue a server built from default settings offers (admin actions included; they are filtered)."""
-    from forecourt.bootstrap import build_services
-    from forecourt.settings import Settings
-
-    return build_services(Settings(database_url="sqlite+aiosqlite:///:memory:")).catalogue
-
-
-def main(argv: list[str]) -> int:
-    """Print the table, or write it into the file after ``--write``."""
-    catalogue = current_catalogue()
-    if len(argv) == 2 and argv[0] == "--write":
-        path = Path(argv[1])
-        path.write_text(render(path.read_text(encoding="utf-8"), catalogue), encoding="utf-8")
-        return 0
-    sys.stdout.write(tool_table(catalogue) + "\n\n" + toolset_table(catalogue) + "\n")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main(sys.argv[1:]))
