@@ -375,6 +375,13 @@ class Forbidden(ForecourtError):
     default_message = "The caller may not perform this action."
 
 
+class SelfDecision(Forbidden):
+    """The caller that made a held call tried to decide it (``gateway/approvals.py``)."""
+
+    code = "approval.self_decision"
+    default_message = "A call held for approval is decided by someone other than the caller that made it."
+
+
 class ApprovalRejected(Forbidden):
     """A person rejected this call (a policy's ``require_approval`` held it; see gateway/approvals.py)."""
 

@@ -3,6 +3,10 @@
 ``approvals.list`` and ``approvals.decide`` are for the company's administrators (the console); an approved
 call runs at once as the agent that made it (``gateway/held_calls.py``). ``approvals.get`` lets that agent see
 whether its call was decided and, once it ran, read its answer.
+
+Who decides: an administrator of the call's company with authority over the call's rooftop (an admin key bound
+to some rooftops neither lists nor decides calls held at the others), or the operator — and never the caller
+that made the call (``approval.self_decision``), whatever door either came through.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ from typing import Any
 
 from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionContext
 from forecourt.actions.console_common import SHORT, console_action, is_operator, require_admin
-from forecourt.errors import Conflict, NotFound
+from forecourt.domain.approvals import Approval
+from forecourt.errors import Conflict, NotFound, SelfDecision
 from forecourt.store import console as queries
 
 ADAPTER_ID = "approvals"
@@ -80,7 +85,7 @@ class ApprovalsAdapter:
         require_admin(context, company_id)
         if name == "approvals.list":
             items = await queries.list_approvals(context.store, [company_id], text_or_none(payload.get("status")))
-            return AdapterResult(output={"items": [a.admin_view() for a in items]})
+            return AdapterResult(output={"items": [a.admin_view() for a in items if over_rooftop(context, a)]})
         return AdapterResult(output=await self._decide(payload, context, company_id))
 
     async def _get(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> Any:
@@ -97,8 +102,10 @@ class ApprovalsAdapter:
 
     async def _decide(self, payload: Mapping[str, Any], ctx: ExecutionContext, company_id: str) -> Any:
         found = await queries.get_approval(ctx.store, str(payload["approval_id"]))
-        if found is None or found.company_id != company_id:
+        if found is None or found.company_id != company_id or not over_rooftop(ctx, found):
             raise NotFound("Approval not found.")
+        if made_it(ctx, found):
+            raise SelfDecision()
         status = "approved" if payload["decision"] == "approve" else "rejected"
         by = ctx.principal.member_id or ctx.principal.subject or "operator"
         moved = await queries.set_approval_status(
@@ -119,6 +126,21 @@ class ApprovalsAdapter:
             if ran.get("ran"):
                 answer["status"] = "used"
         return answer
+
+
+def over_rooftop(ctx: ExecutionContext, approval: Approval) -> bool:
+    """Whether the caller has authority over the rooftop the held call addressed (the operator over every one)."""
+    if is_operator(ctx) or approval.dealership_id is None:
+        return True
+    return approval.dealership_id in ctx.principal.dealership_ids
+
+
+def made_it(ctx: ExecutionContext, approval: Approval) -> bool:
+    """Whether the caller is the one that made the held call."""
+    principal = ctx.principal
+    if is_operator(ctx) or approval.member_id is None:
+        return False
+    return principal.company_id == approval.company_id and principal.member_id == approval.member_id
 
 
 def text_or_none(value: Any) -> str | None:
