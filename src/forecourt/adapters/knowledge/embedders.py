@@ -26,10 +26,7 @@ import threading
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Protocol
 
 from forecourt.adapters.errors import EmbedderUnavailable
 from forecourt.adapters.knowledge.embedding_base import Embedding, Vectors
@@ -49,6 +46,10 @@ __all__ = [
     "words",
 ]
 from forecourt.adapters.knowledge.lexicon import canonicalize
+
+if TYPE_CHECKING:  # numpy is imported when vectors are computed, not with the catalogue that names these adapters
+    import numpy as np
+    import numpy.typing as npt
 
 HASHING_MODEL = "forecourt-hash-1024"
 MINILM_MODEL = "all-MiniLM-L6-v2"
@@ -171,6 +172,8 @@ class HashingEmbedder:
 
     def vector(self, text: str) -> npt.NDArray[np.float32]:
         """The unit vector of one text."""
+        import numpy as np
+
         out = np.zeros(self._dimensions, dtype=np.float32)
         for feature, count in self.features(text).items():
             weight = {"w": 1.0, "b": 0.6, "c": 0.2}[feature[0]] * (1.0 + math.log(count))
@@ -181,6 +184,8 @@ class HashingEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> Embedding:
         """Vectors of ``texts`` (computed inline: a few hundred microseconds per short text)."""
+        import numpy as np
+
         vectors = np.vstack([self.vector(t) for t in texts]) if texts else np.zeros((0, self._dimensions), np.float32)
         return Embedding(vectors=vectors.astype(np.float32), tokens=[len(_WORD.findall(t.lower())) for t in texts])
 
@@ -234,6 +239,8 @@ class SentenceTransformerEmbedder:
         return loaded
 
     def _encode(self, texts: list[str]) -> Embedding:
+        import numpy as np
+
         model = self._load()
         vectors = model.encode(texts, batch_size=self._batch_size, normalize_embeddings=True, show_progress_bar=False)
         tokens = [len(ids) for ids in model.tokenizer(texts)["input_ids"]] if texts else []
@@ -242,6 +249,8 @@ class SentenceTransformerEmbedder:
     async def embed(self, texts: Sequence[str]) -> Embedding:
         """Vectors of ``texts``, computed in a worker thread."""
         if not texts:
+            import numpy as np
+
             return Embedding(vectors=np.zeros((0, self.dimensions), np.float32), tokens=[])
         return await asyncio.to_thread(self._encode, list(texts))
 

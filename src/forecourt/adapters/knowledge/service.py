@@ -17,16 +17,17 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from forecourt.adapters.knowledge.chunking import chunk_document, parse_document
 from forecourt.adapters.knowledge.embedders import _STOPWORDS, Embedder
 from forecourt.adapters.knowledge.lexicon import expansions
 from forecourt.domain.knowledge import ChunkFilter, ChunkRow
 from forecourt.store.base import Store
+
+if TYPE_CHECKING:  # numpy is imported when vectors are computed, not with the catalogue that names these adapters
+    import numpy as np
+    import numpy.typing as npt
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +112,8 @@ async def embed_cached(
         async with store.transaction() as uow:
             await uow.knowledge.cache_vectors(scope, embedder.model, fresh, now)
         found.update({d: (v, t) for d, v, t in fresh})
+    import numpy as np
+
     new = set(missing)
     vectors = np.vstack([found[d][0] for d in digests]) if digests else np.zeros((0, embedder.dimensions), np.float32)
     return EmbeddedTexts(
@@ -233,6 +236,8 @@ async def retrieve(
     if embedder is not None and mode in ("hybrid", "vector"):
         await ensure_vectors(store, dealership_id, embedder, cache_scope=cache_scope, now=now)
         qvec = (await embed_cached(store, embedder, cache_scope, [query], now)).vectors[0]
+        import numpy as np
+
         if float(np.linalg.norm(qvec)) > 0:
             async with store.transaction() as uow:
                 vector_hits = await uow.knowledge.vector_search(dealership_id, embedder.model, qvec, depth, flt)

@@ -13,15 +13,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from forecourt.adapters.errors import VectorNotFound
 from forecourt.contract import ExecutionContext
 from forecourt.errors import InvalidParams
 from forecourt.store.vectors import VectorRecord, VectorRepository, VectorScope
+
+if TYPE_CHECKING:  # numpy is imported when vectors are computed, not with the catalogue that names these adapters
+    import numpy as np
+    import numpy.typing as npt
 
 
 def vector_id(company_id: str, dealership_id: str | None, model: str, text_sha256: str, uri: str) -> str:
