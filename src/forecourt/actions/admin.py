@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -18,9 +18,11 @@ from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionCo
 from forecourt.domain.tenancy import TOOLSET_NAMES, AdapterSetting, Company, Dealership, Member, Policy
 from forecourt.domain.timeutil import parse_rfc3339
 from forecourt.errors import CompanyNotFound, Forbidden, InvalidParams, NotFound
-from forecourt.gateway.auth.apikeys import ApiKeyService
 from forecourt.outbound_urls import check_saved_urls, save_context, url_fields
 from forecourt.store.base import ApiKeyRecord
+
+if TYPE_CHECKING:
+    from forecourt.gateway.auth.apikeys import ApiKeyService
 
 _M = TypeVar("_M", bound=BaseModel)
 _COMPANY = {"type": "string", "minLength": 1, "maxLength": 128}

@@ -9,7 +9,7 @@ or an operator key over the wire. They go through the gateway like every other c
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -34,8 +34,10 @@ from forecourt.errors import (
     InvalidParams,
     MemberNotFound,
 )
-from forecourt.gateway.auth.operator import OperatorKeys, is_operator
 from forecourt.store.base import UnitOfWork
+
+if TYPE_CHECKING:
+    from forecourt.gateway.auth.operator import OperatorKeys
 
 ADAPTER_ID = "tenants"
 _ID = {"type": "string", "minLength": 1, "maxLength": 128}
@@ -233,7 +235,7 @@ class TenantsAdapter:
 
     async def execute(self, payload: Mapping[str, Any], context: ExecutionContext) -> AdapterResult:
         """Run the action when the caller is the operator."""
-        if not is_operator(context.principal):
+        if not context.principal.is_operator:
             raise Forbidden("Only the operator may do this.")
         output = await self._handlers[context.action.name](payload, context)
         if context.action.side_effect:

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from forecourt.store.base import Store
 
 AuthMethod = Literal["api_key", "oidc", "mtls", "anonymous", "internal"]
+OPERATOR_SUBJECT = "operator"
+"""The subject of the operator principal (the command line, or an operator key: ``gateway/auth/operator.py``)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,11 @@ class Principal:
             dealership_ids=frozenset(member.dealership_ids),
             **more,
         )
+
+    @property
+    def is_operator(self) -> bool:
+        """Whether this is the operator (command line, or an operator key)."""
+        return self.method == "internal" and self.subject == OPERATOR_SUBJECT
 
     @property
     def anonymous(self) -> bool:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from pydantic import SecretStr
 
+from forecourt.contract import OPERATOR_SUBJECT
 from forecourt.domain.timeutil import utcnow
 from forecourt.errors import NotFound, Unauthorized
 from forecourt.gateway.auth.apikeys import ApiKeyHasher
@@ -29,7 +30,6 @@ from forecourt.store.base import OperatorKeyRecord
 logger = logging.getLogger(__name__)
 
 OPERATOR_SCHEME = "fco"
-OPERATOR_SUBJECT = "operator"
 BOOTSTRAP_NAME = "bootstrap"
 _PREFIX_ALPHABET = string.ascii_lowercase + string.digits
 _SECRET_ALPHABET = string.ascii_letters + string.digits
@@ -50,7 +50,7 @@ def operator_principal(company_id: str | None = None, *, key_prefix: str | None 
 
 def is_operator(principal: Principal) -> bool:
     """Whether ``principal`` is the operator (command line, or an operator key)."""
-    return principal.method == "internal" and principal.subject == OPERATOR_SUBJECT
+    return principal.is_operator
 
 
 @dataclass(frozen=True)
