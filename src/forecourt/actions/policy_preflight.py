@@ -18,9 +18,9 @@ from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionCo
 from forecourt.actions.console_common import console_action, require_admin
 from forecourt.actions.toolsets import offered
 from forecourt.contract import Principal
+from forecourt.contract.overlay import policy_overlay
 from forecourt.domain.tenancy import Policy
 from forecourt.errors import InvalidParams
-from forecourt.gateway.overlay import policy_overlay
 
 if TYPE_CHECKING:
     from forecourt.gateway.pipeline import Gateway

@@ -14,6 +14,7 @@ from typing import Any
 
 from forecourt import caching
 from forecourt.contract import Action
+from forecourt.contract.overlay import overlaid
 from forecourt.domain.tenancy import Dealership, Policy
 from forecourt.errors import (
     Forbidden,
@@ -26,7 +27,6 @@ from forecourt.errors import (
     UnknownAction,
 )
 from forecourt.gateway.base import Principal
-from forecourt.gateway.overlay import overlaid
 from forecourt.store.base import Store
 
 

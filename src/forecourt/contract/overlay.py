@@ -2,7 +2,8 @@
 
 The pre-flight runs the AAP conformance checks and the MCP tool listing through the real front doors and
 the real gateway, in this task; a context variable makes this task's calls (and only them) read the
-proposed policies instead of the stored ones. Nothing is written.
+proposed policies instead of the stored ones. Nothing is written. The pre-flight action sets the overlay and the
+gateway's policy stage reads it, so it lives in the contract, below both.
 """
 
 from __future__ import annotations
