@@ -15,8 +15,9 @@ A connection without the extension still works: the repository then ranks vector
 from __future__ import annotations
 
 import ctypes
-import importlib
+import importlib.util
 import logging
+import os
 import sqlite3
 import threading
 from typing import Any
@@ -36,11 +37,15 @@ _handles: list[Any] = []
 
 
 def _loadable_path() -> str | None:
-    try:
-        sqlite_vec = importlib.import_module("sqlite_vec")
-    except ImportError:
+    """Where ``sqlite_vec.loadable_path()`` points: ``vec0`` beside the package's ``__init__``.
+
+    Found without running the package, whose ``__init__`` also imports numpy for its optional helpers (every
+    process registers the extension at start, few of them compute with vectors).
+    """
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
         return None
-    return str(sqlite_vec.loadable_path())
+    return os.path.normpath(os.path.join(next(iter(spec.submodule_search_locations)), "vec0"))
 
 
 def register_auto_extension() -> bool:

@@ -1,0 +1,59 @@
+"""Start-up: what a one-shot command loads, and the start-up benchmark (timed only in ``bench/startup.py``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FORECOURT = Path(sys.executable).parent / "forecourt"
+ROOT = Path(__file__).resolve().parent.parent
+
+OPTIONAL_HEAVY = ("alembic", "mcp", "mcp_types", "a2a", "numpy", "redis")
+"""Libraries a one-shot command that reaches neither their feature nor a migration must not import."""
+
+_RUN_AND_LIST_MODULES = """
+import runpy, sys
+sys.argv = ["forecourt", *sys.argv[1:]]
+try:
+    runpy.run_module("forecourt.cli.main", run_name="__main__")
+except SystemExit as exc:
+    code = exc.code
+print("MODULES " + " ".join(sorted({m.split(".")[0] for m in sys.modules})), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def _env(db: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FORECOURT_")}
+    env["FORECOURT_DATABASE_URL"] = f"sqlite+aiosqlite:///{db}"
+    return env
+
+
+def test_the_sqlite_vec_extension_is_found_where_the_package_says_without_running_the_package() -> None:
+    sqlite_vec = pytest.importorskip("sqlite_vec")
+    from forecourt.store.sql.sqlite_vec import _loadable_path
+
+    assert _loadable_path() == sqlite_vec.loadable_path()
+
+
+def test_a_one_shot_command_runs_through_the_gateway_without_importing_optional_libraries(tmp_path: Path) -> None:
+    env = _env(tmp_path / "startup.db")
+    subprocess.run([str(FORECOURT), "db", "upgrade"], env=env, check=True, capture_output=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_AND_LIST_MODULES, "companies", "list", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"items": []}
+    loaded = set(done.stderr.rsplit("MODULES ", 1)[1].split())
+    assert "forecourt" in loaded
+    assert sorted(loaded.intersection(OPTIONAL_HEAVY)) == []
