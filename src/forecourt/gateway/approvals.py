@@ -6,7 +6,10 @@ person approves or rejects it in the console (``approvals.decide``). An approved
 agent that made it (``gateway/held_calls.py``), and its answer is kept for the agent to read with
 ``approvals.get`` — the agent does not send it again. The same call made again while it waits answers the same
 ``approval.pending``; after a rejection it answers ``approval.rejected`` once. Operators (internal principals) and
-people signed in to the console are never held.
+people signed in to the console are never held. Anonymous callers (a shopper on a public dealer agent) are held
+like agents, under the company whose rooftop they called: a rule names an action, not a kind of caller, so
+dropping the key never skips it. An anonymous caller cannot read the record (``approvals.get`` needs a member);
+the approved call runs as the anonymous caller, with the same checks as when it was made.
 """
 
 from __future__ import annotations
@@ -58,7 +61,10 @@ def matching_rule(action: Action, payload: Mapping[str, Any], policies: list[Pol
 
 
 def held(principal: Principal) -> bool:
-    """Whether calls of ``principal`` can be held for approval (agents only: not operators, not people)."""
+    """Whether calls of ``principal`` can be held for approval (agents and anonymous callers: not operators, not
+    people)."""
+    if principal.anonymous:
+        return True
     member = principal.member
     return principal.method != "internal" and member is not None and member.kind == MemberKind.AGENT
 
@@ -102,15 +108,20 @@ class ApprovalGate:
         policies: list[Policy],
         inv: Invocation,
         idempotency_key: str | None = None,
+        owner: str | None = None,
     ) -> None:
-        """Return when the call may run; raise :class:`ApprovalPending` or :class:`ApprovalRejected` otherwise."""
-        if not action.side_effect or not held(principal) or principal.company_id is None:
+        """Return when the call may run; raise :class:`ApprovalPending` or :class:`ApprovalRejected` otherwise.
+
+        ``owner``: the company whose data the call addresses (the rooftop's, for an anonymous caller).
+        """
+        company_id = principal.company_id or owner
+        if not action.side_effect or not held(principal) or company_id is None:
             return
         rule = matching_rule(action, payload, policies)
         if rule is None:
             return
         args = digest(dict(payload))
-        found = await self.book.find(principal.company_id, principal.member_id, action.name, args)
+        found = await self.book.find(company_id, principal.member_id, action.name, args)
         now = self.clock()
         if found is not None and found.status == "approved":
             if _RUNNING.get() == found.id and await self.book.move(found.id, expect="approved", status="used", at=now):
@@ -122,7 +133,7 @@ class ApprovalGate:
         if found is None:
             found = Approval(
                 id=uuid.uuid4().hex,
-                company_id=principal.company_id,
+                company_id=company_id,
                 dealership_id=dealership_id,
                 member_id=principal.member_id,
                 action=action.name,

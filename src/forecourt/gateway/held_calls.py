@@ -104,6 +104,8 @@ class HeldCalls:
     async def _principal(self, approval: Approval, authority: dict[str, Any]) -> Principal:
         """The caller who made the held call, with no more authority than it had then and has now."""
         method = cast(AuthMethod, authority.get("method") or "api_key")
+        if method == "anonymous":  # runs as the anonymous caller it was: the rooftop's public agent is checked again
+            return Principal(method="anonymous", company_id=None, member_id=None)
         async with self.store.read() as uow:
             member = (
                 await uow.tenancy.get_member(approval.company_id, approval.member_id) if approval.member_id else None

@@ -382,8 +382,11 @@ class Gateway:
         async def run() -> AdapterResult:
             if self.approvals is not None and action.side_effect:
                 # After the idempotency key is taken: a retry of a call that ran on approval gets its answer.
-                policies = await self.tenancy.policies(principal.company_id)
-                await self.approvals.check(action, payload, principal, call.dealership_id, policies, call.inv, idem_key)
+                owner = principal.company_id or (dealership.company_id if dealership else None)
+                policies = await self.tenancy.policies(owner)
+                await self.approvals.check(
+                    action, payload, principal, call.dealership_id, policies, call.inv, idem_key, owner=owner
+                )
             return await self._execute(call, action, payload, principal, dealership)
 
         def span(name: str) -> AbstractContextManager[Any]:
