@@ -148,3 +148,26 @@ def test_frozen_payloads_are_equal_only_for_equal_payloads() -> None:
     assert frozen({"b": [1, 2], "a": "x"}) == frozen({"a": "x", "b": [1, 2]})
     assert frozen({"a": object()}) is None
     assert frozen({1: "not a JSON key"}) is None
+
+
+def test_a_search_cursor_carries_the_keyset_key_of_its_pages_last_unit() -> None:
+    params = {"sort": {"field": "price"}}
+    page = paging.open_page(SETTINGS, "inventory.search", "d1", params, now=NOW)
+    assert page.after is None
+    cursor = paging.next_cursor(SETTINGS, page, 20, 100, after=(2_500_000, "veh-7"))
+    resumed = paging.open_page(SETTINGS, "inventory.search", "d1", {**params, "cursor": cursor}, now=NOW)
+    assert (resumed.offset, resumed.after) == (20, (2_500_000, "veh-7"))
+
+
+@pytest.mark.parametrize("key", [[1.5, "veh-7"], {"price": 1}, [], [True, "veh-7"], "veh-7", [None]])
+def test_a_signed_cursor_with_a_malformed_keyset_key_is_invalid(key: object) -> None:
+    import base64
+    import hashlib
+    import hmac
+    import json
+
+    fingerprint = paging.query_key("inventory.search", "d1", {})
+    body = json.dumps({"o": 20, "f": fingerprint, "e": int(NOW.timestamp()) + 3600, "k": key}).encode()
+    cursor = base64.urlsafe_b64encode(body + hmac.new(b"test-cursor-secret", body, hashlib.sha256).digest()[:16])
+    with pytest.raises(InvalidCursor):
+        paging.open_page(SETTINGS, "inventory.search", "d1", {"cursor": cursor.decode().rstrip("=")}, now=NOW)

@@ -3,7 +3,8 @@
 A cursor is bound to the action name, the dealership and the normalised query parameters (filters,
 sort); paging keys (``cursor``, ``limit``) and ``dealership_id`` are not part of the query, so a client
 may change the page size between pages. The cursor itself carries only an offset, a digest and an
-expiry (see :class:`~forecourt.domain.cursor.CursorCodec`): no filter values, so no PII.
+expiry (see :class:`~forecourt.domain.cursor.CursorCodec`): no filter values, so no PII. A search's cursor
+may add the keyset key of its page's last unit (``PageRequest.after``), where the next page starts.
 """
 
 from __future__ import annotations
@@ -90,6 +91,8 @@ class PageRequest:
     limit: int
     key: str
     now: datetime | None = None
+    after: tuple[int | str, ...] | None = None
+    """The keyset key the page starts after, when its cursor carries one (an inventory search's)."""
 
 
 def decode_cursor(settings: Settings, cursor: Any, key: str, *, now: datetime | None = None) -> int:
@@ -124,7 +127,7 @@ def open_page(
         now: The clock used for cursor expiry (defaults to the system clock).
 
     Returns:
-        The offset and limit of the page asked for.
+        The offset and limit of the page asked for, and the keyset key it starts after when the cursor has one.
 
     Raises:
         InvalidCursor: The cursor is forged, expired, or belongs to another action, dealership or query.
@@ -132,16 +135,24 @@ def open_page(
     """
     key = query_key(action, dealership_id, payload)
     limit = page_limit(settings, payload.get("limit"))
-    offset = decode_cursor(settings, payload.get("cursor"), key, now=now)
-    return PageRequest(offset=offset, limit=limit, key=key, now=now)
+    cursor = payload.get("cursor")
+    if cursor is None:
+        return PageRequest(offset=0, limit=limit, key=key, now=now)
+    if not isinstance(cursor, str) or not cursor:
+        raise InvalidCursor()
+    offset, after = cursor_codec(settings).position(cursor, key, now=now.timestamp() if now else None)
+    return PageRequest(offset=offset, limit=limit, key=key, now=now, after=after)
 
 
-def next_cursor(settings: Settings, page: PageRequest, returned: int, total: int) -> str | None:
-    """The cursor for the page after ``page``, or ``None`` when the list is exhausted."""
+def next_cursor(
+    settings: Settings, page: PageRequest, returned: int, total: int, *, after: tuple[int | str, ...] | None = None
+) -> str | None:
+    """The cursor for the page after ``page``, starting after the keyset key ``after`` when one is given; ``None``
+    when the list is exhausted (``total``: exact, or a lower bound larger than the pages so far returned)."""
     following = page.offset + returned
     if returned == 0 or following >= total:
         return None
-    return encode_cursor(settings, following, page.key, now=page.now)
+    return cursor_codec(settings).encode(following, page.key, now=page.now.timestamp() if page.now else None, key=after)
 
 
 def page_output(items: list[Any], cursor: str | None, total: int | None = None) -> dict[str, Any]:

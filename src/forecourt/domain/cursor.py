@@ -1,8 +1,9 @@
 """Opaque, tamper-evident pagination cursors.
 
 A cursor carries only an offset, a fingerprint of the query it belongs to and an expiry, signed with
-HMAC-SHA256. It holds no filter values (so no PII), cannot be edited without detection, and cannot be
-replayed against a different query or dealership.
+HMAC-SHA256; a search's cursor may also carry the sort value and id of its page's last vehicle (a keyset key:
+inventory data, never a customer's). It holds no filter values (so no PII), cannot be edited without
+detection, and cannot be replayed against a different query or dealership.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import hashlib
 import hmac
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -38,15 +40,26 @@ class CursorCodec:
         self._secret = secret
         self._ttl_s = ttl_s
 
-    def encode(self, offset: int, fingerprint: str, *, now: float | None = None) -> str:
-        """A cursor for ``offset`` in the query identified by ``fingerprint``."""
+    def encode(
+        self, offset: int, fingerprint: str, *, now: float | None = None, key: Sequence[int | str] | None = None
+    ) -> str:
+        """A cursor for ``offset`` in the query identified by ``fingerprint`` (and the keyset ``key`` there)."""
         exp = int((now if now is not None else time.time()) + self._ttl_s)
-        body = orjson.dumps({"o": offset, "f": fingerprint, "e": exp})
+        fields: dict[str, Any] = {"o": offset, "f": fingerprint, "e": exp}
+        if key is not None:
+            fields["k"] = list(key)
+        body = orjson.dumps(fields)
         sig = hmac.digest(self._secret, body, "sha256")[:16]
         return base64.urlsafe_b64encode(body + sig).decode().rstrip("=")
 
     def decode(self, cursor: str, fingerprint: str, *, now: float | None = None) -> int:
         """The offset a cursor points to; :class:`InvalidCursor` if forged, expired or for another query."""
+        return self.position(cursor, fingerprint, now=now)[0]
+
+    def position(
+        self, cursor: str, fingerprint: str, *, now: float | None = None
+    ) -> tuple[int, tuple[int | str, ...] | None]:
+        """The offset a cursor points to and its keyset key (``None`` when it has none); as :meth:`decode`."""
         try:
             raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         except (ValueError, TypeError) as exc:
@@ -68,4 +81,12 @@ class CursorCodec:
         offset = data.get("o")
         if not isinstance(offset, int) or offset < 0:
             raise InvalidCursor()
-        return offset
+        return offset, _key(data.get("k"))
+
+
+def _key(raw: Any) -> tuple[int | str, ...] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not 1 <= len(raw) <= 4 or not all(type(v) in (int, str) for v in raw):
+        raise InvalidCursor()
+    return tuple(raw)
