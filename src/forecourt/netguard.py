@@ -27,6 +27,9 @@ logger = logging.getLogger(__name__)
 _SCHEMES = frozenset({"http", "https"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
+UNRESOLVED = "unresolved"
+"""``UnsafeTarget.details['reason']`` when the host name does not resolve (now: it may later)."""
+
 
 def _host_allowed(host: str, allowed_hosts: Iterable[str]) -> bool:
     for pattern in allowed_hosts:
@@ -94,7 +97,7 @@ def check_url(url: str, *, allow_private: bool, allowed_hosts: Iterable[str] = (
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
-        raise UnsafeTarget("The target host does not resolve.") from exc
+        raise UnsafeTarget("The target host does not resolve.", details={"reason": UNRESOLVED}) from exc
     _judge(host, infos)
 
 
@@ -119,7 +122,7 @@ async def resolve_public(url: str, *, allow_private: bool, allowed_hosts: Iterab
     try:
         infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
-        raise UnsafeTarget("The target host does not resolve.") from exc
+        raise UnsafeTarget("The target host does not resolve.", details={"reason": UNRESOLVED}) from exc
     return _judge(host, infos)
 
 

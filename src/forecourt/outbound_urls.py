@@ -20,15 +20,16 @@ between the check and the connection is still refused. :mod:`forecourt.outbound_
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, get_args
 
 import httpcore
 import httpx
 import httpx2
+from pydantic import BaseModel
 
 from forecourt.domain.urls import OutboundUrl, save_context, url_problem
-from forecourt.errors import UnsafeTarget
-from forecourt.netguard import resolve_public
+from forecourt.errors import InvalidParams, UnsafeTarget
+from forecourt.netguard import UNRESOLVED, resolve_public
 
 __all__ = [
     "OutboundUrl",
@@ -58,6 +59,30 @@ def url_fields(config: Any, path: str = "") -> Iterator[tuple[str, str]]:
             yield from url_fields(item, f"{path}/{index}")
 
 
+def _is_outbound(annotation: Any) -> bool:
+    if annotation == OutboundUrl:
+        return True
+    return any(_is_outbound(arg) for arg in get_args(annotation) if arg is not type(None))
+
+
+def record_urls(record: BaseModel) -> list[tuple[str, str | None]]:
+    """``(json-pointer, url)`` of every :data:`OutboundUrl` field of a record (a company, a dealership, ...)."""
+    fields = type(record).model_fields
+    return [(f"/{name}", getattr(record, name)) for name, field in fields.items() if _is_outbound(field.annotation)]
+
+
+async def refuse_unsafe_records(records: Iterable[BaseModel], *, allow_private: bool) -> None:
+    """Refuse to save records whose fetch-target URLs are not allowed: the one check of every save path.
+
+    Raises:
+        InvalidParams: ``details.errors`` lists ``{path, rule: unsafe_url, reason}`` (at most five).
+    """
+    urls = [(pointer, url) for record in records for pointer, url in record_urls(record)]
+    problems = await check_saved_urls(urls, allow_private=allow_private)
+    if problems:
+        raise InvalidParams("A URL in the record is not an allowed fetch target.", details={"errors": problems[:5]})
+
+
 async def check_saved_urls(urls: Iterable[tuple[str, str | None]], *, allow_private: bool) -> list[dict[str, str]]:
     """The problems (``{path, rule, reason}``) of URLs about to be saved, resolving host names once."""
     problems: list[dict[str, str]] = []
@@ -68,8 +93,10 @@ async def check_saved_urls(urls: Iterable[tuple[str, str | None]], *, allow_priv
         if problem is None and not allow_private:
             try:
                 await resolve_public(url, allow_private=False)
-            except UnsafeTarget:
-                problem = "non_public_address"
+            except UnsafeTarget as exc:
+                # A name that resolves to no address yet is saved: every connection resolves and checks it again.
+                if exc.details.get("reason") != UNRESOLVED:
+                    problem = "non_public_address"
         if problem is not None:
             problems.append({"path": path, "rule": "unsafe_url", "reason": problem})
     return problems

@@ -314,3 +314,68 @@ async def test_an_aiohttp_redirect_to_a_private_address_literal_is_refused(
         with pytest.raises(UnsafeTarget):
             await session.get(f"http://localhost:{redirector}/")
     assert hits == []
+
+
+OPERATOR_SAVES = {
+    "admin.companies.update": lambda url: {"company_id": MOTOR, "oidc_issuer": url},
+    "admin.companies.update/jwks": lambda url: {"company_id": MOTOR, "oidc_jwks_url": url},
+    "admin.companies.create": lambda url: {"company_id": "ssrf-probe", "oidc_issuer": url},
+    "admin.dealerships.update": lambda url: {
+        "company_id": MOTOR,
+        "dealership_id": TOYOTA,
+        "changes": {"crm_endpoint": url},
+    },
+    "admin.dealerships.create": lambda url: {
+        "company_id": MOTOR,
+        "dealership": {"id": "ssrf-probe-rooftop", "name": "Probe", "crm_endpoint": url},
+    },
+}
+
+
+async def _as_operator(rig: Rig, action: str, payload: dict[str, Any]) -> Any:
+    from forecourt.gateway.base import Invocation, Principal
+
+    operator = Principal(method="internal", company_id=None, member_id=None, subject="operator")
+    return await rig.services.gateway.invoke(
+        Invocation(action=action.split("/", 1)[0], payload=payload, surface="cli", principal=operator)
+    )
+
+
+@pytest.mark.parametrize("save", sorted(OPERATOR_SAVES))
+async def test_the_operators_save_paths_refuse_every_unsafe_target_like_the_company_admins(rig: Rig, save: str) -> None:
+    from forecourt.errors import ForecourtError
+
+    before = await _snapshot(rig)
+    for url in HOSTILE_URLS:
+        with pytest.raises(ForecourtError) as refused:
+            await _as_operator(rig, save, OPERATOR_SAVES[save](url))
+        assert 400 <= refused.value.http_status < 500, (save, url)
+    assert await _snapshot(rig) == before
+
+
+async def test_forecourt_apply_refuses_unsafe_targets_in_a_tenants_file_even_on_a_dry_run(rig: Rig) -> None:
+    import copy
+
+    from forecourt.errors import TenantsFileInvalid
+
+    before = await _snapshot(rig)
+    exported = await _as_operator(rig, "admin.tenants.export", {"profile_id": "demo"})
+    document = exported.output["document"]
+    for url in ("file:///etc/passwd", "http://169.254.169.254/latest/meta-data/"):
+        hostile = copy.deepcopy(document)
+        hostile["companies"][0]["rooftops"][0]["crm"] = {"endpoint": url}
+        for dry_run in (True, False):
+            with pytest.raises(TenantsFileInvalid) as refused:
+                await _as_operator(rig, "admin.tenants.apply", {"document": hostile, "dry_run": dry_run})
+            paths = [e["path"] for e in refused.value.details["errors"]]
+            assert "companies[0].rooftops[0].crm.endpoint" in paths, paths
+    assert await _snapshot(rig) == before
+
+
+async def test_the_operator_clears_a_companys_oidc_fields_with_null_or_an_empty_string(rig: Rig) -> None:
+    public = {"company_id": MOTOR, "oidc_issuer": "https://93.184.215.14", "oidc_audience": "console"}
+    await _as_operator(rig, "admin.companies.update", public)
+    cleared = await _as_operator(rig, "admin.companies.update", {"company_id": MOTOR, "oidc_issuer": None})
+    assert cleared.output["oidc_issuer"] is None
+    emptied = await _as_operator(rig, "admin.companies.update", {"company_id": MOTOR, "oidc_audience": ""})
+    assert emptied.output["oidc_audience"] is None

@@ -34,6 +34,7 @@ from forecourt.errors import (
     InvalidParams,
     MemberNotFound,
 )
+from forecourt.outbound_urls import refuse_unsafe_records
 from forecourt.store.base import UnitOfWork
 
 if TYPE_CHECKING:
@@ -67,10 +68,12 @@ def _action(name: str, description: str, props: dict[str, Any], required: list[s
 _COMPANY_FIELDS = {
     "name": _NAME,
     "profile_id": _ID,
-    "oidc_issuer": {"type": "string", "maxLength": 500},
-    "oidc_audience": {"type": "string", "maxLength": 500},
-    "oidc_jwks_url": {"type": "string", "maxLength": 500},
+    "oidc_issuer": {"type": ["string", "null"], "maxLength": 500},
+    "oidc_audience": {"type": ["string", "null"], "maxLength": 500},
+    "oidc_jwks_url": {"type": ["string", "null"], "maxLength": 500},
 }
+_OIDC_FIELDS = ("oidc_issuer", "oidc_audience", "oidc_jwks_url")
+"""A company's OIDC settings: ``null`` or ``""`` clears one (sign-in by OIDC then stops)."""
 
 TENANT_ACTIONS: list[Action] = [
     _action(
@@ -170,6 +173,13 @@ def _problems(exc: ValidationError, prefix: str) -> InvalidParams:
     return InvalidParams("The record is invalid.", details={"errors": errors[:50]})
 
 
+def _company_of(data: Mapping[str, Any]) -> Company:
+    try:
+        return Company.model_validate(dict(data))
+    except ValidationError as exc:
+        raise _problems(exc, "company") from None
+
+
 def _rooftop_from(company_id: str, data: Mapping[str, Any]) -> Dealership:
     try:
         spec = RooftopSpec.model_validate(dict(data))
@@ -253,12 +263,11 @@ class TenantsAdapter:
                 raise AlreadyExists(f"company {company_id} already exists", details={"company_id": company_id})
             if await uow.tenancy.get_profile(profile_id) is None:
                 await uow.tenancy.upsert_profile(Profile(id=profile_id, name=name))
-            company = Company(
-                id=company_id,
-                profile_id=profile_id,
-                name=name,
-                **{k: payload[k] for k in ("oidc_issuer", "oidc_audience", "oidc_jwks_url") if payload.get(k)},
+            company = _company_of(
+                {"id": company_id, "profile_id": profile_id, "name": name}
+                | {k: payload[k] for k in _OIDC_FIELDS if payload.get(k)}
             )
+            await refuse_unsafe_records([company], allow_private=ctx.settings.allow_private_targets)
             await uow.tenancy.upsert_company(company)
         return company.model_dump(mode="json")
 
@@ -288,9 +297,11 @@ class TenantsAdapter:
         async with ctx.store.transaction() as uow:
             company = await _company(uow, str(payload["company_id"]))
             changes = {k: payload[k] for k in _COMPANY_FIELDS if k in payload}
+            changes |= {k: None for k in _OIDC_FIELDS if k in changes and not changes[k]}
             if "profile_id" in changes and await uow.tenancy.get_profile(str(changes["profile_id"])) is None:
                 raise InvalidParams(f"profile {changes['profile_id']} does not exist")
-            company = company.model_copy(update=changes)
+            company = _company_of(company.model_dump() | changes)
+            await refuse_unsafe_records([company], allow_private=ctx.settings.allow_private_targets)
             await uow.tenancy.upsert_company(company)
         return company.model_dump(mode="json")
 
@@ -303,6 +314,7 @@ class TenantsAdapter:
             dealership = _rooftop_from(company_id, payload["dealership"])
             if await uow.tenancy.get_dealership(dealership.id) is not None:
                 raise AlreadyExists(f"dealership {dealership.id} already exists", details={"id": dealership.id})
+            await refuse_unsafe_records([dealership], allow_private=ctx.settings.allow_private_targets)
             await uow.tenancy.upsert_dealership(dealership)
         return dealership.model_dump(mode="json")
 
@@ -326,6 +338,7 @@ class TenantsAdapter:
                 )
             merged = {**rooftop_spec_of(current).model_dump(), **dict(payload["changes"]), "id": dealership_id}
             dealership = _rooftop_from(company_id, merged)
+            await refuse_unsafe_records([dealership], allow_private=ctx.settings.allow_private_targets)
             await uow.tenancy.upsert_dealership(dealership)
         return dealership.model_dump(mode="json")
 
@@ -361,7 +374,13 @@ class TenantsAdapter:
     async def _apply(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> Any:
         dry_run = bool(payload.get("dry_run", False))
         async with ctx.store.transaction() as uow:
-            plan = await apply_tenants(uow, payload["document"], prune=bool(payload.get("prune")), dry_run=dry_run)
+            plan = await apply_tenants(
+                uow,
+                payload["document"],
+                prune=bool(payload.get("prune")),
+                dry_run=dry_run,
+                allow_private=ctx.settings.allow_private_targets,
+            )
         return {
             "applied": not dry_run and plan.changes > 0,
             "dry_run": dry_run,

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from forecourt.domain.tenants_file import Problem, Tenancy, TenantsFile, from_tenancy, parse_tenants, to_tenancy
 from forecourt.errors import InvalidParams, NotFound, TenantsFileInvalid
+from forecourt.outbound_urls import check_saved_urls, record_urls
 from forecourt.store.base import UnitOfWork
 
 Op = Literal["create", "change", "unchanged", "delete"]
@@ -135,15 +136,41 @@ async def _conflicts(uow: UnitOfWork, doc: TenantsFile, want: Tenancy) -> list[P
     return problems
 
 
-async def plan_apply(uow: UnitOfWork, data: Any, *, prune: bool = False) -> Plan:
+async def _unsafe_urls(doc: TenantsFile, want: Tenancy, *, allow_private: bool) -> list[Problem]:
+    """The file's fetch-target URLs that may not be saved (the check every save path makes)."""
+    dealerships = {d.id: d for d in want.dealerships}
+    companies = {c.id: c for c in want.companies}
+    urls: list[tuple[str, str | None]] = []
+    for ci, company in enumerate(doc.companies):
+        urls += [(f"companies[{ci}].{p[1:]}", u) for p, u in record_urls(companies[company.id])]
+        for ri, rooftop in enumerate(company.rooftops):
+            urls += [(f"companies[{ci}].rooftops[{ri}].{p[1:]}", u) for p, u in record_urls(dealerships[rooftop.id])]
+    found = await check_saved_urls(urls, allow_private=allow_private)
+    return [Problem(_file_path(p["path"]), f"not an allowed fetch target ({p['reason']})") for p in found]
+
+
+_FILE_FIELDS = {
+    "crm_endpoint": "crm.endpoint",
+    "oidc_issuer": "oidc.issuer",
+    "oidc_jwks_url": "oidc.jwks_url",
+}
+
+
+def _file_path(path: str) -> str:
+    """A record field's path as the tenants file spells it (``...rooftops[0].crm.endpoint``)."""
+    head, _, name = path.rpartition(".")
+    return f"{head}.{_FILE_FIELDS.get(name, name)}"
+
+
+async def plan_apply(uow: UnitOfWork, data: Any, *, prune: bool = False, allow_private: bool = False) -> Plan:
     """Validate ``data`` (a loaded YAML document) and plan what applying it changes; writes nothing.
 
     Raises:
-        TenantsFileInvalid: Every problem of the file, with YAML paths.
+        TenantsFileInvalid: Every problem of the file, with YAML paths (unsafe fetch-target URLs included).
     """
     doc = require_valid(data)
     want = to_tenancy(doc)
-    problems = await _conflicts(uow, doc, want)
+    problems = await _unsafe_urls(doc, want, allow_private=allow_private) + await _conflicts(uow, doc, want)
     if problems:
         raise TenantsFileInvalid(details={"errors": [p.as_dict() for p in problems[:500]]})
     profile_companies = [c.id for c in await uow.tenancy.list_companies() if c.profile_id == doc.profile.id]
@@ -231,9 +258,12 @@ async def run_plan(uow: UnitOfWork, plan: Plan) -> None:
         await getattr(uow.tenancy, method)(*args)
 
 
-async def apply_tenants(uow: UnitOfWork, data: Any, *, prune: bool = False, dry_run: bool = False) -> Plan:
-    """Plan and, unless ``dry_run``, write a tenants file in ``uow``."""
-    plan = await plan_apply(uow, data, prune=prune)
+async def apply_tenants(
+    uow: UnitOfWork, data: Any, *, prune: bool = False, dry_run: bool = False, allow_private: bool = False
+) -> Plan:
+    """Plan and, unless ``dry_run``, write a tenants file in ``uow`` (``allow_private``: the fetch-target rule for
+    the file's URLs, ``settings.allow_private_targets``)."""
+    plan = await plan_apply(uow, data, prune=prune, allow_private=allow_private)
     if not dry_run:
         await run_plan(uow, plan)
     return plan
