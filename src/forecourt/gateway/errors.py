@@ -1,4 +1,4 @@
-"""Errors of the gateway's own resources: credentials and the database.
+"""Errors of the gateway's own resources: the database.
 
 Every one derives from :class:`forecourt.errors.ForecourtError`; that module draws the whole tree.
 """
@@ -6,18 +6,6 @@ Every one derives from :class:`forecourt.errors.ForecourtError`; that module dra
 from __future__ import annotations
 
 from forecourt.errors import ForecourtError
-
-# raised in forecourt.gateway.credentials.secret ---
-
-
-class CredentialUnavailable(ForecourtError):
-    """An adapter's credential could not be obtained (misconfigured, missing, or its issuer failed)."""
-
-    code = "credentials.unavailable"
-    http_status = 503
-    jsonrpc_code = -32000
-    default_message = "Credentials for this adapter are not available."
-
 
 # raised in forecourt.gateway.store_faults ---
 

@@ -21,10 +21,10 @@ from email.utils import formatdate
 import aiosmtplib
 
 from forecourt.adapters.crm.http import PostResult
+from forecourt.contract.errors import CredentialUnavailable
+from forecourt.contract.secrets import read_secret
 from forecourt.domain.feeds import CrmMailRoute, SmtpSecurity
 from forecourt.errors import UnsafeTarget
-from forecourt.gateway.credentials.secret import read_secret
-from forecourt.gateway.errors import CredentialUnavailable
 from forecourt.netguard import check_url_async
 
 logger = logging.getLogger(__name__)

@@ -1,5 +1,7 @@
 """Short-lived credentials injected into adapter calls (seed 001 §4 "Credential Injection", §6)."""
 
+from forecourt.contract.errors import CredentialUnavailable
+from forecourt.contract.secrets import read_secret
 from forecourt.gateway.credentials.broker import (
     CredentialBroker,
     NoCredentialProvider,
@@ -7,9 +9,8 @@ from forecourt.gateway.credentials.broker import (
     merge_credentials_config,
 )
 from forecourt.gateway.credentials.google import GoogleCredentialProvider
-from forecourt.gateway.credentials.secret import SecretProvider, read_secret
+from forecourt.gateway.credentials.secret import SecretProvider
 from forecourt.gateway.credentials.signed_jwt import SignedJwtProvider
-from forecourt.gateway.errors import CredentialUnavailable
 
 __all__ = [
     "CredentialBroker",

@@ -16,12 +16,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from forecourt.contract.errors import CredentialUnavailable
 from forecourt.gateway.auth.common import TenancySource
 from forecourt.gateway.base import CredentialProvider, IssuedCredential
 from forecourt.gateway.credentials.google import GoogleCredentialProvider
 from forecourt.gateway.credentials.secret import SecretProvider
 from forecourt.gateway.credentials.signed_jwt import SignedJwtProvider
-from forecourt.gateway.errors import CredentialUnavailable
 from forecourt.settings import Settings
 
 logger = logging.getLogger(__name__)

@@ -33,12 +33,12 @@ from google.auth import exceptions as google_exceptions
 from google.auth import transport as google_transport
 from google.auth.credentials import Credentials as GoogleCredentials
 
+from forecourt.contract.errors import CredentialUnavailable
+from forecourt.contract.secrets import read_secret
 from forecourt.domain.timeutil import utcnow
 from forecourt.gateway.auth.common import Now
 from forecourt.gateway.base import IssuedCredential
 from forecourt.gateway.credentials.per_call import DownscopedExchange, current_call_scope
-from forecourt.gateway.credentials.secret import read_secret
-from forecourt.gateway.errors import CredentialUnavailable
 
 logger = logging.getLogger(__name__)
 

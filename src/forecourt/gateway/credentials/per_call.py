@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from forecourt.gateway.errors import CredentialUnavailable
+from forecourt.contract.errors import CredentialUnavailable
 
 logger = logging.getLogger(__name__)
 

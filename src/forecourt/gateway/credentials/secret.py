@@ -1,9 +1,8 @@
-"""Static adapter secrets (API keys, bearer tokens) read from an environment variable or a file.
+"""Static adapter secrets (API keys, bearer tokens) issued per call from an environment variable or a file.
 
 The adapter configuration names where the secret is (``{type: secret, env: VENDOR_API_KEY}`` or
-``{type: secret, file: /run/secrets/vendor}``); the value is read per call, so a rotated file or secret
-mount takes effect without a restart. Forecourt's own settings (``FORECOURT_*``) are never readable this
-way: they reach code only through the ``Settings`` object.
+``{type: secret, file: /run/secrets/vendor}``); :func:`forecourt.contract.secrets.read_secret` reads it on every
+call, so a rotated file or secret mount takes effect without a restart.
 """
 
 from __future__ import annotations
@@ -11,63 +10,12 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
+from forecourt.contract.secrets import read_secret
 from forecourt.gateway.base import IssuedCredential
-from forecourt.gateway.errors import CredentialUnavailable
 
 logger = logging.getLogger(__name__)
-
-RESERVED_ENV_PREFIX = "FORECOURT_"
-MAX_SECRET_BYTES = 65_536
-
-
-def read_secret(
-    config: Mapping[str, Any],
-    *,
-    environ: Mapping[str, str],
-    env_key: str = "env",
-    file_key: str = "file",
-) -> str:
-    """Read a secret named by configuration: ``config[env_key]`` (a variable name) or ``config[file_key]`` (a path).
-
-    Args:
-        config: The credential configuration.
-        environ: The process environment (``os.environ``), injectable for tests.
-        env_key: The key holding an environment variable name.
-        file_key: The key holding a file path.
-
-    Returns:
-        The secret, stripped of surrounding whitespace.
-
-    Raises:
-        CredentialUnavailable: Neither key is set, the variable is reserved (``FORECOURT_*``) or unset, or
-            the file cannot be read.
-    """
-    env_name = config.get(env_key)
-    path = config.get(file_key)
-    if isinstance(env_name, str) and env_name:
-        if env_name.upper().startswith(RESERVED_ENV_PREFIX):
-            logger.warning("refused to read reserved variable %s as an adapter secret", env_name)
-            raise CredentialUnavailable()
-        value = environ.get(env_name)
-        if not value:
-            logger.warning("adapter secret variable %s is not set", env_name)
-            raise CredentialUnavailable()
-        return value.strip()
-    if isinstance(path, str) and path:
-        try:
-            with Path(path).open("rb") as fh:
-                raw = fh.read(MAX_SECRET_BYTES + 1)
-        except OSError as exc:
-            logger.warning("adapter secret file %s cannot be read: %s", path, type(exc).__name__)
-            raise CredentialUnavailable() from exc
-        if len(raw) > MAX_SECRET_BYTES:
-            raise CredentialUnavailable()
-        return raw.decode("utf-8", errors="strict").strip()
-    logger.warning("adapter credential config names neither %r nor %r", env_key, file_key)
-    raise CredentialUnavailable()
 
 
 class SecretProvider:

@@ -19,12 +19,12 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from forecourt.contract.errors import CredentialUnavailable
+from forecourt.contract.secrets import read_secret
 from forecourt.domain.timeutil import utcnow
 from forecourt.gateway.auth.common import Now
 from forecourt.gateway.base import IssuedCredential
 from forecourt.gateway.credentials.per_call import call_claims, current_call_scope
-from forecourt.gateway.credentials.secret import read_secret
-from forecourt.gateway.errors import CredentialUnavailable
 
 logger = logging.getLogger(__name__)
 
