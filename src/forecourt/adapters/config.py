@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from forecourt.adapters.errors import AdapterConfigError
+from forecourt.domain.errors import YamlRefused
+from forecourt.domain.yaml_documents import MAX_BYTES, load_yaml
 from forecourt.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -62,12 +62,16 @@ def read_adapter_file(path: Path) -> dict[str, Any]:
         Its configuration (an empty file is an empty configuration).
 
     Raises:
-        AdapterConfigError: The file cannot be read, is not a YAML mapping, or has an invalid known key.
+        AdapterConfigError: The file cannot be read, is not a YAML mapping (or YAML that
+            :func:`~forecourt.domain.yaml_documents.load_yaml` refuses), or has an invalid known key.
     """
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        with path.open("rb") as file:
+            data = load_yaml(file.read(MAX_BYTES + 1))  # one byte over is enough to refuse it
+    except OSError as exc:
         raise AdapterConfigError(f"{path}: cannot be read ({type(exc).__name__})") from exc
+    except YamlRefused as exc:
+        raise AdapterConfigError(f"{path}: {exc.message}", details=exc.details) from exc
     if data is None:
         data = {}
     if not isinstance(data, dict):

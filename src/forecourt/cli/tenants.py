@@ -303,16 +303,20 @@ def members_update(
 
 
 def read_tenants_file(path: Path) -> Any:
-    """The YAML document in ``path``; an unreadable file or bad YAML is one line and exit code 2."""
+    """The YAML document in ``path``; an unreadable file or a refused document (domain/yaml_documents.py: bad
+    YAML, aliases, a key twice, too large or too deep...) is one line naming where, and exit code 2."""
+    from forecourt.domain.errors import YamlRefused
+    from forecourt.domain.yaml_documents import MAX_BYTES, load_yaml
+
     try:
+        with path.open("rb") as file:
+            data = file.read(MAX_BYTES + 1)  # one byte over is enough to refuse it
         # Through JSON once: YAML dates and other non-JSON scalars become text the schema then judges.
-        return json.loads(json.dumps(yaml.safe_load(path.read_text(encoding="utf-8")), default=str))
+        return json.loads(json.dumps(load_yaml(data), default=str))
     except OSError as exc:
         console.print(f"error: cannot read {path}: {exc.strerror}", markup=False)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        console.print(f"error: {path} is not valid YAML{where}", markup=False)
+    except YamlRefused as exc:
+        console.print(f"error: {path} is {exc.message}", markup=False, highlight=False)
     raise typer.Exit(2)
 
 

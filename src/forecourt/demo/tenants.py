@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from forecourt.domain.tenancy import Company, Dealership, Member, Policy, Profile
 from forecourt.domain.tenants_file import Tenancy, parse_tenants, to_tenancy
+from forecourt.domain.yaml_documents import load_yaml
 
 PROFILE_ID = "demo"
 MOTOR_GROUP = "demo-motor-group"
@@ -43,8 +42,8 @@ DEMO_TENANTS_FILE = Path(__file__).with_name("tenants.yaml")
 
 
 def demo_document() -> dict[str, Any]:
-    """The demo tenants file as loaded YAML (what ``forecourt demo`` applies)."""
-    data = yaml.safe_load(DEMO_TENANTS_FILE.read_text(encoding="utf-8"))
+    """The demo tenants file as loaded YAML (what ``forecourt demo`` applies), read as any operator's file is."""
+    data = load_yaml(DEMO_TENANTS_FILE.read_bytes())
     if not isinstance(data, dict):  # pragma: no cover - the packaged file is a mapping
         raise TypeError("the demo tenants file must hold a mapping")
     return data

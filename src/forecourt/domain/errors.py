@@ -66,3 +66,18 @@ class InvalidUpstream(InvalidParams):
 
     code = "upstream.invalid_definition"
     default_message = "The upstream server definition is invalid."
+
+
+# raised in forecourt.domain.yaml_documents ---
+
+
+class YamlRefused(InvalidParams):
+    """A YAML document people wrote (a tenants or adapter configuration file) is refused before it is used.
+
+    ``details.reason`` says why (``syntax``, ``not_allowed``, ``alias``, ``duplicate_key``, ``too_deep``,
+    ``too_large``, ``string_too_long``, ``not_utf8``, ``control_character``, ``surrogate``, ``bad_value``);
+    ``line`` and ``column`` say where, when known.
+    """
+
+    code = "yaml.refused"
+    default_message = "The YAML document cannot be read."
