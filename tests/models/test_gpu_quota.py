@@ -30,7 +30,7 @@ async def pool(request: pytest.FixtureRequest) -> AsyncIterator[SlotPool]:
     if request.param == "memory":
         yield MemorySlotPool()
         return
-    from forecourt.gateway.backends.redis import connect_redis
+    from forecourt.redis_client import connect_redis
 
     url = request.getfixturevalue("redis_url")
     prefix = request.getfixturevalue("redis_prefix")
@@ -91,7 +91,7 @@ async def test_the_company_inference_quota_refuses_a_call_while_its_slots_are_bu
 
 
 async def test_replicas_sharing_redis_count_the_same_slots(redis_url, redis_prefix):
-    from forecourt.gateway.backends.redis import connect_redis
+    from forecourt.redis_client import connect_redis
 
     replicas = [RedisSlotPool(connect_redis(redis_url), redis_prefix, owns_client=True) for _ in range(2)]
     try:

@@ -168,7 +168,7 @@ async def sessions(request: pytest.FixtureRequest) -> AsyncIterator[SessionMemor
     if request.param == "memory":
         yield MemorySessions()
         return
-    from forecourt.gateway.backends.redis import connect_redis
+    from forecourt.redis_client import connect_redis
 
     made = RedisSessions(
         connect_redis(request.getfixturevalue("redis_url")), request.getfixturevalue("redis_prefix"), owns_client=True

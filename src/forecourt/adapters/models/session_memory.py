@@ -116,7 +116,7 @@ class RedisSessions:
 def build_session_memory(settings: Settings) -> SessionMemory:
     """Redis sessions when ``settings.redis_url`` is set (a client of their own), else memory."""
     if settings.redis_url:
-        from forecourt.gateway.backends.redis import connect_redis
+        from forecourt.redis_client import connect_redis
 
         return RedisSessions(connect_redis(settings.redis_url), settings.redis_prefix, owns_client=True)
     return MemorySessions()

@@ -137,7 +137,7 @@ class RedisSlotPool:
 def build_slot_pool(settings: Settings) -> SlotPool:
     """Redis slots when ``settings.redis_url`` is set (a client of their own), else memory."""
     if settings.redis_url:
-        from forecourt.gateway.backends.redis import connect_redis
+        from forecourt.redis_client import connect_redis
 
         return RedisSlotPool(connect_redis(settings.redis_url), settings.redis_prefix, owns_client=True)
     return MemorySlotPool()

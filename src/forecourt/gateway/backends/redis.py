@@ -5,7 +5,7 @@ All keys live under one configurable prefix (``forecourt:`` by default): ``<pref
 
 When Redis is unavailable (connection refused, a timeout, a failover replica that is read-only), no
 caller crashes and no request hangs: the client uses short socket timeouts and a single quick retry
-(:func:`connect_redis`), and each backend degrades in the way that is safe for what it guards:
+(:func:`forecourt.redis_client.connect_redis`), and each backend degrades in the way that is safe for what it guards:
 
 - **Rate limiter** — ``fail_mode="open"`` (default) allows the call, with a decision that says
   ``remaining=limit``: an outage of a shared counter should not become an outage of the service.
@@ -35,8 +35,6 @@ import logging
 from collections.abc import Sequence
 
 import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
 
 from forecourt.errors import Overloaded
@@ -51,14 +49,24 @@ from forecourt.gateway.backends.common import (
     ttl_ms,
 )
 from forecourt.gateway.base import IdempotencyEntry, RateDecision
+from forecourt.redis_client import connect_redis  # the backends' clients; named here for their users too
 from forecourt.settings import FailMode
+
+__all__ = [
+    "FAIL_CLOSED_RETRY_AFTER_S",
+    "UNAVAILABLE",
+    "RedisIdempotencyStore",
+    "RedisRateLimiter",
+    "RedisResultCache",
+    "RedisRevocationList",
+    "connect_redis",
+]
 
 logger = logging.getLogger(__name__)
 
 UNAVAILABLE: tuple[type[BaseException], ...] = (RedisError, OSError)
 """What "Redis is unavailable" looks like: redis-py's errors (connection, timeout, read-only) and raw socket errors."""
 
-DEFAULT_SOCKET_TIMEOUT_S = 0.5
 FAIL_CLOSED_RETRY_AFTER_S = 1.0
 
 # GCRA steps for one call, in one round trip, all or nothing; keep in step with
@@ -113,22 +121,6 @@ if v and string.sub(v, 1, 1) == 'P' then
 end
 return 0
 """
-
-
-def connect_redis(url: str, *, socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S) -> aioredis.Redis:
-    """A client tuned for a request path: short timeouts and one quick retry, so a dead Redis never hangs a call.
-
-    Args:
-        url: ``redis://``, ``rediss://`` or ``unix://`` URL (may hold credentials; never logged).
-        socket_timeout_s: Connect and read timeout, in seconds.
-    """
-    return aioredis.Redis.from_url(
-        url,
-        socket_timeout=socket_timeout_s,
-        socket_connect_timeout=socket_timeout_s,
-        retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), retries=1),
-        decode_responses=False,
-    )
 
 
 class RedisRateLimiter:
