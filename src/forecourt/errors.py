@@ -11,7 +11,7 @@ all of its wire forms, so this module is the table that maps an error to every d
 
 Surfaces only render these; nothing else turns exceptions into responses. ``details`` must be client-safe: no
 PII, no SQL, no provider internals. Errors live here, or in one ``errors.py`` of the package that raises them
-(``domain/``, ``gateway/``, ``adapters/``, ``adapters/workflow/``, ``inventory_import/``, ``delivery/``,
+(``domain/``, ``contract/``, ``gateway/``, ``adapters/``, ``adapters/workflow/``, ``inventory_import/``, ``delivery/``,
 ``surfaces/mcp/``, ``surfaces/a2a/``)::
 
     ForecourtError
@@ -32,7 +32,7 @@ PII, no SQL, no provider internals. Errors live here, or in one ``errors.py`` of
         TaskNotWaiting  [adapters.workflow.errors]
         TenantInUse
       ConsentRequired
-      CredentialUnavailable  [gateway.errors]
+      CredentialUnavailable  [contract.errors]
       EmbedderUnavailable  [adapters.errors]
       FeedFetchFailed  [inventory_import.errors]
       Forbidden
