@@ -16,12 +16,12 @@ are not claimed, although their tools are listed.
 from __future__ import annotations
 
 from functools import cache
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from forecourt.contract import Catalogue
 from forecourt.domain.events import ResourceType
 from forecourt.settings import Settings
+from forecourt.surfaces.mcp.handshake import server_version
 from forecourt.surfaces.mcp.tools import exposed
 from forecourt.surfaces.mcp.uris import COLLECTIONS
 
@@ -31,14 +31,6 @@ EVENTED_TYPES = frozenset(ResourceType)
 
 
 @cache
-def server_version() -> str:
-    """The installed Forecourt version."""
-    try:
-        return version("forecourt")
-    except PackageNotFoundError:
-        return "0"
-
-
 def domain_levels(catalogue: Catalogue, *, eventing: bool) -> dict[str, int]:
     """The level each domain truthfully reaches (domains below Level 1 are left out)."""
     levels: dict[str, int] = {}

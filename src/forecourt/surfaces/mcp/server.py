@@ -43,6 +43,7 @@ from forecourt.settings import Settings
 from forecourt.surfaces.mcp import prompts, resources, views
 from forecourt.surfaces.mcp.discovery import FIND_TOOLS, FIND_TOOLS_TOOL, LoadedTools, rank
 from forecourt.surfaces.mcp.federation.handlers import Federation
+from forecourt.surfaces.mcp.handshake import DESCRIPTION, INSTRUCTIONS, NAME, TITLE, server_version
 from forecourt.surfaces.mcp.http import CALLER_KEY, Caller
 from forecourt.surfaces.mcp.manifest import manifest
 from forecourt.surfaces.mcp.rendered import RenderedResults
@@ -67,14 +68,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 TOOLS_PAGE = 100
-INSTRUCTIONS = (
-    "Forecourt puts a car dealership's systems behind AutomotiveMCP. Every call is scoped to one dealership "
-    "(`dealership_id`, optional when your credential covers exactly one). Lists return {items, next_cursor, "
-    "total}: pass next_cursor back for more. Money is integer minor units with an ISO 4217 currency, mileage "
-    "has a unit, times are RFC 3339 with an offset. Errors are {error: {code, message, details, retryable}}. "
-    "Resources use automotive://dealers/{dealership_id}/{vehicles|leads|customers|repair_orders|appointments|"
-    "consents}[/{id}]; subscribe to a collection to hear about changes, or replay them with events.list."
-)
 
 
 def _offset_cursor(offset: int) -> str:
@@ -138,10 +131,10 @@ class McpSurface:
 
     def _build_server(self, federated: Federation | None) -> Server[Any]:
         return Server(
-            "forecourt",
-            version=_version(),
-            title="Forecourt AutomotiveMCP",
-            description="A car dealership's inventory, leads, service lane and deals over AutomotiveMCP.",
+            NAME,
+            version=server_version(),
+            title=TITLE,
+            description=DESCRIPTION,
             instructions=INSTRUCTIONS,
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
@@ -542,9 +535,3 @@ class McpSurface:
         self.listener.close()
         with contextlib.suppress(Exception):
             await self.relay.close()
-
-
-def _version() -> str:
-    from forecourt.surfaces.mcp.manifest import server_version
-
-    return server_version()
