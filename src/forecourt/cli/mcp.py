@@ -2,7 +2,8 @@
 
 The credential comes from ``FORECOURT_MCP_TOKEN`` (an API key ``fck_...`` or a JWT). It is verified once at
 start by the gateway's authenticators; every request then runs through ``Gateway.invoke`` as that principal
-(its expiry is still checked on every call). Logs go to stderr: stdout carries only JSON-RPC.
+(its expiry is still checked on every call). Logs go to stderr: stdout carries only JSON-RPC. The host's
+``initialize`` is answered while the app is still being built (:mod:`forecourt.surfaces.mcp.stdio`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -17,11 +19,15 @@ from forecourt.cli.common import ConfigOption, load_settings, refuse
 from forecourt.errors import ForecourtError
 from forecourt.settings import Settings
 
+if TYPE_CHECKING:
+    from forecourt.surfaces.mcp.stdio import EarlyHandshake
 
-async def serve_stdio(settings: Settings) -> None:
-    """Build the services, authenticate the token and serve MCP on stdio until the host closes it."""
-    from mcp.server.stdio import stdio_server
 
+async def serve_stdio(settings: Settings, early: EarlyHandshake) -> None:
+    """Build the services, authenticate the token and serve MCP on stdio until the host closes it.
+
+    ``early`` has read the host's first line (and answered it, when it was an ``initialize``) meanwhile.
+    """
     from forecourt.bootstrap import build_services
     from forecourt.gateway.base import Credentials, Invocation
     from forecourt.surfaces.mcp.http import Caller
@@ -40,8 +46,7 @@ async def serve_stdio(settings: Settings) -> None:
             services.gateway, settings, dispatcher=services.events, stdio_caller=caller, hub=services.upstreams
         )
         try:
-            async with stdio_server() as (read, write):
-                await surface.server.run(read, write, surface.server.create_initialization_options())
+            await early.serve(surface.server)
         finally:
             await surface.close()
     finally:
@@ -75,8 +80,11 @@ def mcp(
     _require_database(settings)
     if not settings.mcp_token:
         refuse("no credential: set FORECOURT_MCP_TOKEN to an API key (forecourt keys create) or a JWT")
+    from forecourt.surfaces.mcp.stdio import EarlyHandshake
+
+    early = EarlyHandshake.start()
     try:
-        asyncio.run(serve_stdio(settings))
+        asyncio.run(serve_stdio(settings, early))
     except ForecourtError as exc:
         print(f"error {exc.code}: {exc.message}", file=sys.stderr, flush=True)
         raise typer.Exit(2) from None
