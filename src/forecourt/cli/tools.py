@@ -16,7 +16,7 @@ tools_app = typer.Typer(help="The MCP tools members are offered.", no_args_is_he
 
 async def member_tools(settings: Settings, company: str, member: str, names: str | None, tokens: bool) -> Any:
     """What ``tools/list`` shows ``company/member`` (its toolset, policy and naming mode), optionally measured."""
-    from forecourt.adapters.upstream.devmode import configured_member
+    from forecourt.gateway.auth.devmode import configured_member
     from forecourt.gateway.base import Credentials
     from forecourt.surfaces.mcp.http import Caller
     from forecourt.surfaces.mcp.server import McpSurface

@@ -272,7 +272,7 @@ class McpHttpGuard:
     ) -> None:
         try:
             if as_member is not None:
-                from forecourt.adapters.upstream.devmode import configured_member
+                from forecourt.gateway.auth.devmode import configured_member
 
                 principal = await configured_member(self.gateway.store, as_member)
             else:

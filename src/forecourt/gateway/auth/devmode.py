@@ -1,4 +1,4 @@
-"""``FORECOURT_MCP_ANONYMOUS_MEMBER``: let MCP requests without credentials run as one configured member.
+"""``FORECOURT_MCP_ANONYMOUS_MEMBER``: let MCP requests without credentials authenticate as one configured member.
 
 For the official MCP conformance suite (its server scenarios cannot send an ``Authorization`` header) and for
 local development only. Off by default. The member is an ordinary member: its ``allowed_tools``, scopes,
