@@ -32,9 +32,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from forecourt.actions.toolsets import NameMode, name_mode, offered
-from forecourt.adapters.upstream.spec import ADAPTER_ID as UPSTREAM_ADAPTER_ID
 from forecourt.contract import Action
 from forecourt.domain.tenancy import Member
+from forecourt.domain.upstreams import ADAPTER_ID as UPSTREAM_ADAPTER_ID
 from forecourt.errors import Expired, ForecourtError, InvalidParams, Unauthorized
 from forecourt.events import OutboxDispatcher
 from forecourt.gateway.base import Credentials, Invocation, Outcome, Principal

@@ -50,7 +50,7 @@ from forecourt.adapters.upstream.adapter import PROGRESS
 from forecourt.adapters.upstream.hub import UpstreamHub
 from forecourt.adapters.upstream.pool import UpstreamSession
 from forecourt.adapters.upstream.relay import RELAY, CallRelay
-from forecourt.adapters.upstream.spec import ADAPTER_ID, forward_action_name, tool_name
+from forecourt.domain.upstreams import ADAPTER_ID, forward_action_name, tool_name
 from forecourt.errors import ForecourtError, InternalError
 from forecourt.gateway.base import Outcome, Principal
 from forecourt.surfaces.mcp.federation.relay import STATE_PREFIX, InputRounds, PendingCall, SessionRelay
