@@ -309,7 +309,7 @@ def _routes(services: Services) -> tuple[list[BaseRoute], list[Middleware]]:
     routes: list[BaseRoute] = []
     routes.extend(
         health_routes(
-            services.store,
+            services.store.ping,
             services.metrics,
             services.drain,
             redis_ping=services.backends.ping,

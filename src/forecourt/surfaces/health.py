@@ -15,7 +15,6 @@ from starlette.routing import Route
 
 from forecourt.gateway.telemetry import Metrics
 from forecourt.lifecycle import Drain
-from forecourt.store.base import Store
 
 READY_TIMEOUT_S = 2.0
 
@@ -36,7 +35,7 @@ async def _timed(check: Callable[[], Awaitable[Any]]) -> tuple[bool, str, float]
 
 
 def health_routes(
-    store: Store,
+    database_ping: Callable[[], Awaitable[object]],
     metrics: Metrics,
     drain: Drain | None = None,
     *,
@@ -54,7 +53,7 @@ def health_routes(
         return JSONResponse({"status": "ok"})
 
     async def readyz(_: Request) -> Response:
-        dependencies: dict[str, Callable[[], Awaitable[Any]]] = {"database": store.ping}
+        dependencies: dict[str, Callable[[], Awaitable[Any]]] = {"database": database_ping}
         if redis_ping is not None:
             dependencies["redis"] = redis_ping
         results = await asyncio.gather(*(_timed(check) for check in dependencies.values()))
