@@ -1,4 +1,8 @@
-"""JSON-like values as hashable keys, for memos of work done on a payload (query keys, digests, redactions)."""
+"""JSON-like values as hashable keys, for memos of work done on a payload (validation, digests, redactions).
+
+The gateway freezes a call's payload once (``gateway/audit_record.CallState.freeze``) and hands the form to every
+memo of the call; :func:`with_entry` updates it for the one key the pipeline sets itself (the dealership resolved).
+"""
 
 from __future__ import annotations
 
@@ -40,3 +44,20 @@ def frozen(value: Any) -> Hashable | None:
             pairs.append((key, form))
         return ("{", *pairs)
     return None
+
+
+def with_entry(form: Hashable | None, key: str, value: Any) -> Hashable | None:
+    """The form :func:`frozen` gives an object frozen as ``form`` once its ``key`` is set to ``value``.
+
+    ``None`` when ``form`` is not an object's form (or ``value`` is not JSON-like).
+    """
+    item = frozen(value)
+    if item is None or not isinstance(form, tuple) or not form or form[0] != "{":
+        return None
+    pair = (key, item)
+    if pair in form:
+        return form
+    pairs = [p for p in form[1:] if p[0] != key]
+    at = next((i for i, p in enumerate(pairs) if p[0] > key), len(pairs))
+    pairs.insert(at, pair)
+    return ("{", *pairs)

@@ -46,11 +46,16 @@ def call_record(
     processed_by: str,
     extra_redactions: Iterable[str],
     clock: Callable[[], datetime],
+    payload_form: Hashable | None = None,
 ) -> AuditRecord:
-    """One call's record: arguments digested and redacted (personal data and the company's redact fields)."""
+    """One call's record: arguments digested and redacted (personal data and the company's redact fields).
+
+    ``payload_form``: ``inv.payload`` frozen (``CallState.audit_form``), when the pipeline has it.
+    """
     extra = {f.lower() for f in extra_redactions}
     redact_keys = PII_KEYS | extra if extra else PII_KEYS
     payload: dict[str, Any] = dict(inv.payload) if action else {}
+    form = payload_form if payload_form is not None and action else frozen(payload)
     return AuditRecord(
         id=record_id,
         company_id=company_id,
@@ -58,8 +63,8 @@ def call_record(
         member_id=member_id if member_id is not None else (principal.member_id if principal else None),
         action=action.name if action else inv.action[:100],
         action_type=action.type if action else "-",
-        args_digest=digest(payload),
-        args_redacted=_redacted(payload, action.input_schema if action else None, redact_keys),
+        args_digest=digest(payload, form),
+        args_redacted=_redacted(payload, action.input_schema if action else None, redact_keys, form),
         result_class=result_class,
         status_code=status,
         error_code=error_code,
@@ -77,12 +82,14 @@ _REDACTIONS: caching.Cache[tuple[Hashable, bytes | None, frozenset[str]], Any] =
 _NONE: Any = object()
 
 
-def _redacted(payload: dict[str, Any], schema: Mapping[str, Any] | None, keys: frozenset[str]) -> Any:
-    """:func:`redact_for_audit`, remembered for the same payload, schema (by its value) and redacted keys.
+def _redacted(
+    payload: dict[str, Any], schema: Mapping[str, Any] | None, keys: frozenset[str], form: Hashable | None
+) -> Any:
+    """:func:`redact_for_audit`, remembered for the same payload (by its frozen ``form``), schema (by its value) and
+    redacted keys.
 
     Records only ever read what they hold (they are written to the journal and the database as they are).
     """
-    form = frozen(payload)
     if form is None:
         return redact_for_audit(payload, schema, keys)
     key = (form, compiled_schema(schema).key if schema is not None else None, keys)
@@ -121,3 +128,13 @@ class CallState:
     result_class: str = "ok"
     extra: dict[str, Any] = field(default_factory=dict)
     audit_id: str = field(default_factory=new_audit_id)
+    form: Hashable | None = None
+    """The payload the adapter gets, frozen once (``domain/frozen.py``): the key of the call's validation and
+    digest memos (``None``: not frozen yet, or not plain JSON)."""
+    audit_form: Hashable | None = None
+    """``inv.payload`` frozen (the same form when the payload is unchanged): the key of the audit record's memos."""
+
+    def freeze(self, payload: dict[str, Any]) -> None:
+        """Freeze the call's payload once, with ``inv`` the call as addressed (see :attr:`form`)."""
+        self.form = frozen(payload)
+        self.audit_form = self.form if payload == self.inv.payload else frozen(self.inv.payload)

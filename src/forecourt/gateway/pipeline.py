@@ -22,6 +22,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from forecourt.contract import Action, AdapterResult, Catalogue, ExecutionContext
+from forecourt.domain.frozen import with_entry
 from forecourt.domain.tenancy import Dealership
 from forecourt.errors import (
     ForecourtError,
@@ -229,12 +230,15 @@ class Gateway:
         self._check_claims(inv, principal)
         payload = accept_single_strings(action.input_schema, dict(inv.payload))
         inv = call.inv = self._addressed(action, payload, inv)
+        call.freeze(payload)
         with self._span(call, "gateway.validate"):
-            self.validator.validate(action.input_schema, payload)
+            self.validator.validate(action.input_schema, payload, form=call.form)
             check_number_bounds(payload)
         with self._span(call, "gateway.authorize"):
             dealership = await self._resolve_dealership(action, payload, principal, inv)
             call.dealership_id = dealership.id if dealership else None
+            if action.dealer_scoped and dealership is not None:  # the payload now names it: so does its form
+                call.form = with_entry(call.form, "dealership_id", dealership.id)
             if call.company_id is None and dealership is not None:
                 # Anonymous calls are audited (and exported) under the company whose dealer agent they reached.
                 call.company_id = dealership.company_id
@@ -394,7 +398,7 @@ class Gateway:
 
         if action.side_effect and idem_key:
             key = f"idem:{principal.rate_key}:{action.name}:{dealership.id if dealership else '-'}:{idem_key[:200]}"
-            result, replayed = await self.stored.idempotent(key, payload, run, span)
+            result, replayed = await self.stored.idempotent(key, payload, run, span, form=call.form)
             outcome = self._outcome(call, action, result, decision)
             outcome.replayed = replayed
             return outcome
@@ -406,7 +410,7 @@ class Gateway:
                 self.freshness.bypassed(action.name)
             else:
                 result, hit = await self.stored.cached(
-                    action.name, action.version, scope, payload, action.cache_ttl_s, run, span
+                    action.name, action.version, scope, payload, action.cache_ttl_s, run, span, form=call.form
                 )
                 if hit:
                     self._series.cache_hit(action.name)
@@ -595,4 +599,5 @@ class Gateway:
             processed_by=self.settings.instance_name,
             extra_redactions=extra,
             clock=self.clock,
+            payload_form=call.audit_form,
         )

@@ -52,9 +52,12 @@ def canonical_json(value: Any) -> bytes:
 _DIGESTS: caching.Cache[Hashable, str] = caching.lru("gateway.digests", 4096)  # by the payload's frozen form
 
 
-def digest(value: Any) -> str:
-    """SHA-256 of the canonical JSON of ``value`` (remembered for a JSON value asked again)."""
-    key = frozen(value)
+def digest(value: Any, form: Hashable | None = None) -> str:
+    """SHA-256 of the canonical JSON of ``value`` (remembered for a JSON value asked again).
+
+    ``form``: ``frozen(value)`` when the caller has it (the gateway freezes a call's payload once).
+    """
+    key = form if form is not None else frozen(value)
     if key is not None and (found := _DIGESTS.get(key)) is not None:
         return found
     computed = hashlib.sha256(canonical_json(value)).hexdigest()

@@ -20,7 +20,7 @@ and anything that hands it to code that may change it (a workflow's script) give
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -96,10 +96,22 @@ class StoredResults:
         self.decoded = DecodedResults()
 
     async def cached(
-        self, action_name: str, version: str, scope: str, payload: Any, ttl_s: float, run: Run, span: Span = _no_span
+        self,
+        action_name: str,
+        version: str,
+        scope: str,
+        payload: Any,
+        ttl_s: float,
+        run: Run,
+        span: Span = _no_span,
+        *,
+        form: Hashable | None = None,
     ) -> tuple[AdapterResult, bool]:
-        """The stored result of this read, else ``run()``'s (then stored for ``ttl_s``); and whether it was a hit."""
-        key = f"cache:{action_name}:{version}:{scope}:{digest(payload)}"
+        """The stored result of this read, else ``run()``'s (then stored for ``ttl_s``); and whether it was a hit.
+
+        ``form``: the payload frozen (``domain/frozen.py``), when the caller has it.
+        """
+        key = f"cache:{action_name}:{version}:{scope}:{digest(payload, form)}"
         with span("gateway.cache"):
             cached = await self.cache.get(key)
         if cached is not None:
@@ -110,9 +122,11 @@ class StoredResults:
         self.decoded.keep(key, body, result)
         return result, False
 
-    async def idempotent(self, key: str, payload: Any, run: Run, span: Span = _no_span) -> tuple[AdapterResult, bool]:
+    async def idempotent(
+        self, key: str, payload: Any, run: Run, span: Span = _no_span, *, form: Hashable | None = None
+    ) -> tuple[AdapterResult, bool]:
         """The result of the write first made under ``key``, else ``run()``'s; and whether it was a replay."""
-        request_digest = digest(payload)
+        request_digest = digest(payload, form)
         with span("gateway.idempotency"):
             existing = await self.idempotency.reserve(key, request_digest, IDEMPOTENCY_TTL_S)
         if existing is not None:
