@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from forecourt.gateway.events_bus import MemoryEventBus, Subscription
+from forecourt.gateway.backends.events import MemoryEventBus, Subscription
 
 from .support import Rig
 

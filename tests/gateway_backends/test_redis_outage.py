@@ -16,6 +16,7 @@ import redis.asyncio as aioredis
 
 from forecourt.errors import Overloaded
 from forecourt.gateway.backends import build_backends
+from forecourt.gateway.backends.events import RedisEventBus
 from forecourt.gateway.backends.redis import (
     RedisIdempotencyStore,
     RedisRateLimiter,
@@ -23,7 +24,6 @@ from forecourt.gateway.backends.redis import (
     RedisRevocationList,
     connect_redis,
 )
-from forecourt.gateway.events_bus import RedisEventBus
 from forecourt.settings import Settings
 
 from .support import TcpRelay, eventually

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from forecourt.gateway.backends.events import RedisEventBus
 from forecourt.gateway.backends.redis import (
     RedisIdempotencyStore,
     RedisRateLimiter,
@@ -11,7 +12,6 @@ from forecourt.gateway.backends.redis import (
     RedisRevocationList,
 )
 from forecourt.gateway.base import IdempotencyEntry
-from forecourt.gateway.events_bus import RedisEventBus
 
 from .support import Rig
 

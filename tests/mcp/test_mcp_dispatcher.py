@@ -12,8 +12,8 @@ import sqlalchemy as sa
 
 from forecourt.domain.events import ChangeEvent, ChangeType, ResourceType
 from forecourt.events import OutboxDispatcher, decode_event, encode_event
+from forecourt.gateway.backends.events import MemoryEventBus
 from forecourt.gateway.backends.memory import MemoryIdempotencyStore
-from forecourt.gateway.events_bus import MemoryEventBus
 from forecourt.store import SqlStore, create_engine, upgrade_async
 from forecourt.store.sql.tables import outbox
 
@@ -157,8 +157,8 @@ def test_malformed_bus_messages_are_ignored() -> None:
 async def test_a_subscriber_on_another_replica_hears_the_change_through_redis(
     store: SqlStore, redis_url: str, redis_prefix: str
 ) -> None:
+    from forecourt.gateway.backends.events import RedisEventBus
     from forecourt.gateway.backends.redis import RedisIdempotencyStore, connect_redis
-    from forecourt.gateway.events_bus import RedisEventBus
 
     client_a, client_b = connect_redis(redis_url), connect_redis(redis_url)
     bus_a, bus_b = RedisEventBus(client_a, prefix=redis_prefix), RedisEventBus(client_b, prefix=redis_prefix)

@@ -37,7 +37,7 @@ from forecourt.gateway.base import Invocation, Principal
 from forecourt.store.model_jobs import JOB_RESULT, ModelJob, ModelJobs
 
 if TYPE_CHECKING:
-    from forecourt.gateway.events_bus import EventBus
+    from forecourt.gateway.backends.events import EventBus
     from forecourt.gateway.pipeline import Gateway
 
 logger = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 Every change to a vehicle, lead, appointment, repair order, customer or consent grant is written to the
 outbox in the same transaction as the change (the repositories do it). This dispatcher turns those rows
 into live notifications: it polls the outbox in ``seq`` order and publishes every new event on the
-channel ``changes:<dealership_id>`` of an :class:`~forecourt.gateway.events_bus.EventBus`. With the Redis
+channel ``changes:<dealership_id>`` of an :class:`~forecourt.gateway.backends.events.EventBus`. With the Redis
 bus, a subscriber connected to any replica hears about a change made through any other replica (or an
 import run from the CLI). Front doors subscribe with :meth:`OutboxDispatcher.subscribe`.
 
@@ -41,8 +41,8 @@ from forecourt.domain.events import ChangeEvent
 from forecourt.domain.timeutil import parse_rfc3339, rfc3339
 
 if TYPE_CHECKING:  # runtime imports would close a cycle through forecourt.gateway.backends
+    from forecourt.gateway.backends.events import EventBus
     from forecourt.gateway.base import IdempotencyStore
-    from forecourt.gateway.events_bus import EventBus
     from forecourt.gateway.freshness import ChangeGenerations
     from forecourt.store.base import OutboxRepository, Store
 

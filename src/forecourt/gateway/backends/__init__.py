@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from forecourt.gateway.backends.console_sessions import MemorySessionRegistry, SessionRegistry
+from forecourt.gateway.backends.events import EventBus, MemoryEventBus
 from forecourt.gateway.backends.memory import (
     MemoryIdempotencyStore,
     MemoryRateLimiter,
@@ -18,7 +19,6 @@ from forecourt.gateway.backends.memory import (
     MemoryRevocationList,
 )
 from forecourt.gateway.base import IdempotencyStore, RateLimiter, ResultCache, RevocationList
-from forecourt.gateway.events_bus import EventBus, MemoryEventBus
 from forecourt.settings import Settings
 
 __all__ = ["Backends", "build_backends"]
@@ -73,6 +73,7 @@ def memory_backends(cache_max_entries: int = 10_000) -> Backends:
 def redis_backends(settings: Settings) -> Backends:
     """Redis backends sharing one connection pool (plus one pub/sub connection for the event bus)."""
     from forecourt.gateway.backends.console_sessions import RedisSessionRegistry
+    from forecourt.gateway.backends.events import RedisEventBus
     from forecourt.gateway.backends.redis import (
         RedisIdempotencyStore,
         RedisRateLimiter,
@@ -80,7 +81,6 @@ def redis_backends(settings: Settings) -> Backends:
         RedisRevocationList,
         connect_redis,
     )
-    from forecourt.gateway.events_bus import RedisEventBus
 
     assert settings.redis_url is not None
     client = connect_redis(settings.redis_url)
