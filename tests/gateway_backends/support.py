@@ -14,6 +14,7 @@ from forecourt.gateway.backends.console_sessions import (
     RedisSessionRegistry,
     SessionRegistry,
 )
+from forecourt.gateway.backends.events import EventBus, MemoryEventBus, RedisEventBus
 from forecourt.gateway.backends.memory import (
     MemoryIdempotencyStore,
     MemoryRateLimiter,
@@ -28,7 +29,6 @@ from forecourt.gateway.backends.redis import (
     connect_redis,
 )
 from forecourt.gateway.base import IdempotencyStore, RateLimiter, ResultCache, RevocationList
-from forecourt.gateway.events_bus import EventBus, MemoryEventBus, RedisEventBus
 from forecourt.settings import FailMode
 
 
