@@ -144,17 +144,23 @@ def build_services(settings: Settings, *, store: Store | None = None, serving: b
         journal=audit_journal_for(settings),
     )
     built_gateway: list[Gateway] = []
+
+    async def tenancy_changed(company_ids: tuple[str, ...]) -> None:
+        """After a change to tenants committed: this replica forgets at once; every replica's next call re-reads."""
+        await backends.authority.moved(company_ids)
+        built_gateway[0].tenancy.invalidate()
+
     built = build_catalogue(
         CatalogueParts(
             adapter_defaults=adapter_configs.defaults,
             gateway=lambda: built_gateway[0],
             api_keys=ApiKeyService.from_settings(settings, store, backends.revocations),
             operator_keys=OperatorKeys(store, settings.api_key_pepper),
-            on_tenancy_change=lambda: built_gateway[0].tenancy.invalidate(),  # noqa: PLW0108 (built below)
+            on_tenancy_change=tenancy_changed,
         )
     )
     catalogue = built.catalogue
-    authenticator = build_authenticator(settings, store, backends.revocations)
+    authenticator = build_authenticator(settings, store, backends.revocations, backends.authority)
     # One set of generations per process: the outbox dispatcher moves them on, the gateway keys its cache by them.
     generations = ChangeGenerations(
         stale_after_s=max(2.0, 20 * settings.events_poll_interval_s), registry=metrics.registry
@@ -174,6 +180,7 @@ def build_services(settings: Settings, *, store: Store | None = None, serving: b
         adapter_configs=adapter_configs,
         freshness=generations,
     )
+    gateway.tenancy.authority = backends.authority
     built_gateway.append(gateway)
     _register_console_actions(catalogue, gateway, services_store=store)
     services = Services(

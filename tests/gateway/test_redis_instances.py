@@ -10,7 +10,7 @@ import pytest
 
 from forecourt.store.base import Store
 
-from .support import MOTOR, TOYOTA, Rig, Template, error_code, set_policy, start_rig, stop_rig
+from .support import HONDA, MOTOR, TOYOTA, Rig, Template, error_code, set_policy, start_rig, stop_rig
 
 pytestmark = pytest.mark.redis
 LEAD = {"customer": {"first_name": "Rae", "last_name": "Dis", "email": "rae.dis@example.com"}, "message": "hi"}
@@ -76,3 +76,28 @@ async def test_a_result_cached_by_one_instance_is_served_by_the_other(pair: tupl
         "forecourt_cache_hits_total", {"action": "dealer.information"}
     )
     assert hits == 1.0
+
+
+async def test_a_rooftop_removed_from_a_member_through_one_instance_is_refused_by_the_other_at_once(
+    pair: tuple[Rig, Rig],
+) -> None:
+    one, two = pair
+    for _ in range(3):  # the other instance remembers the key, its principal and the rooftop
+        assert (await two.call("dealer.information", {"dealership_id": HONDA})).status_code == 200
+    listed = await one.call("admin.members.list", {"company_id": MOTOR}, key="admin")
+    member = next(m for m in listed.json()["result"]["output"]["items"] if m["id"] == "crm-agent")
+    saved = await one.call(
+        "admin.members.upsert", {"company_id": MOTOR, "member": {**member, "dealership_ids": [TOYOTA]}}, key="admin"
+    )
+    assert saved.status_code == 200, saved.text
+    refused = await two.call("dealer.information", {"dealership_id": HONDA})
+    assert (refused.status_code, error_code(refused)) == (403, "auth.tenancy_denied")
+
+
+async def test_a_policy_edit_through_one_instance_applies_to_the_others_next_call(pair: tuple[Rig, Rig]) -> None:
+    one, two = pair
+    assert (await two.call("dealer.information", {"dealership_id": TOYOTA})).status_code == 200
+    policy = {"id": f"{MOTOR}-default", "name": "default", "denied_actions": ["dealer.information"]}
+    saved = await one.call("admin.policies.upsert", {"company_id": MOTOR, "policy": policy}, key="admin")
+    assert saved.status_code == 200, saved.text
+    assert (await two.call("dealer.information", {"dealership_id": TOYOTA})).status_code == 403

@@ -9,6 +9,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
 
+from forecourt.gateway.backends.authority import (
+    AuthorityGenerations,
+    MemoryAuthorityGenerations,
+    RedisAuthorityGenerations,
+)
 from forecourt.gateway.backends.console_sessions import (
     MemorySessionRegistry,
     RedisSessionRegistry,
@@ -177,3 +182,10 @@ def console_sessions(rig: Rig) -> SessionRegistry:
     if rig.kind == "memory":
         return MemorySessionRegistry(clock=rig.clock)
     return RedisSessionRegistry(rig.client(), prefix=rig.prefix)
+
+
+def authority(rig: Rig) -> AuthorityGenerations:
+    """Authority generations of the rig's kind (a new Redis client each: another replica)."""
+    if rig.kind == "memory":
+        return MemoryAuthorityGenerations()
+    return RedisAuthorityGenerations(rig.client(), prefix=rig.prefix)

@@ -22,6 +22,7 @@ from forecourt.outbound_urls import check_saved_urls, save_context, url_fields
 from forecourt.store.base import ApiKeyRecord
 
 if TYPE_CHECKING:
+    from forecourt.actions.catalogue import TenancyChanged
     from forecourt.gateway.auth.apikeys import ApiKeyService
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -175,9 +176,9 @@ class AdminAdapter:
 
     id = "admin"
 
-    def __init__(self, api_keys: ApiKeyService, on_change: Callable[[], None] | None = None) -> None:
+    def __init__(self, api_keys: ApiKeyService, on_change: TenancyChanged | None = None) -> None:
         self.api_keys = api_keys
-        self.on_change = on_change or (lambda: None)
+        self.on_change = on_change
         self._handlers: dict[str, Handler] = {
             "admin.companies.get": self._company_get,
             "admin.companies.upsert": self._company_upsert,
@@ -208,8 +209,8 @@ class AdminAdapter:
         if context.action.side_effect and context.action.name != "admin.companies.upsert":
             await _require_company(context, company_id)
         output = await self._handlers[context.action.name](payload, context, company_id)
-        if context.action.side_effect:
-            self.on_change()
+        if context.action.side_effect and self.on_change is not None:
+            await self.on_change((company_id,))
         return AdapterResult(output=output, result_type="admin.result")
 
     async def _company_get(self, _: Mapping[str, Any], ctx: ExecutionContext, company_id: str) -> Any:

@@ -38,6 +38,7 @@ from forecourt.outbound_urls import refuse_unsafe_records
 from forecourt.store.base import UnitOfWork
 
 if TYPE_CHECKING:
+    from forecourt.actions.catalogue import TenancyChanged
     from forecourt.gateway.auth.operator import OperatorKeys
 
 ADAPTER_ID = "tenants"
@@ -173,6 +174,18 @@ def _problems(exc: ValidationError, prefix: str) -> InvalidParams:
     return InvalidParams("The record is invalid.", details={"errors": errors[:50]})
 
 
+def _companies_touched(payload: Mapping[str, Any]) -> tuple[str, ...]:
+    """The companies a tenant change touched: the one it names, a tenants file's, else any (``"*"``)."""
+    if isinstance(payload.get("company_id"), str):
+        return (payload["company_id"],)
+    document = payload.get("document")
+    companies = document.get("companies") if isinstance(document, Mapping) else None
+    if isinstance(companies, list):
+        found = tuple(str(c["id"]) for c in companies if isinstance(c, Mapping) and isinstance(c.get("id"), str))
+        return (*found, "*") if payload.get("prune") else found
+    return ("*",)
+
+
 def _company_of(data: Mapping[str, Any]) -> Company:
     try:
         return Company.model_validate(dict(data))
@@ -222,9 +235,9 @@ class TenantsAdapter:
 
     id = ADAPTER_ID
 
-    def __init__(self, operator_keys: OperatorKeys, on_change: Callable[[], None] | None = None) -> None:
+    def __init__(self, operator_keys: OperatorKeys, on_change: TenancyChanged | None = None) -> None:
         self.operator_keys = operator_keys
-        self.on_change = on_change or (lambda: None)
+        self.on_change = on_change
         self._handlers: dict[str, Handler] = {
             "admin.companies.create": self._company_create,
             "admin.companies.list": self._companies_list,
@@ -248,8 +261,8 @@ class TenantsAdapter:
         if not context.principal.is_operator:
             raise Forbidden("Only the operator may do this.")
         output = await self._handlers[context.action.name](payload, context)
-        if context.action.side_effect:
-            self.on_change()
+        if context.action.side_effect and self.on_change is not None:
+            await self.on_change(_companies_touched(payload))
         return AdapterResult(output=output, result_type="admin.result")
 
     # ------------------------------------------------------------------ companies

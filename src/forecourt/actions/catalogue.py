@@ -44,6 +44,10 @@ def register_dealer_actions(catalogue: Catalogue) -> None:
         catalogue.add(action if action.side_effect else replace(action, store_reads_only=True), handlers[action.name])
 
 
+TenancyChanged = Callable[[tuple[str, ...]], Awaitable[None]]
+"""``await changed(company_ids)`` after a change to tenants (members, keys, policies, rooftops) committed."""
+
+
 @dataclass
 class CatalogueParts:
     """What some action families need from the rest of the process."""
@@ -54,7 +58,8 @@ class CatalogueParts:
     """The gateway, once built (``model.invoke`` routes its calls through it)."""
     api_keys: ApiKeyService | None = None
     """The API-key service the admin actions use (``None``: no admin actions)."""
-    on_tenancy_change: Callable[[], None] = lambda: None
+    on_tenancy_change: TenancyChanged | None = None
+    """Told, after a change to tenants committed, which companies it touched (``"*"``: any)."""
     operator_keys: OperatorKeys | None = None
     """The operator-key service the operator's tenant actions use (``None``: no operator actions)."""
 

@@ -26,6 +26,7 @@ from forecourt.errors import (
     Unauthorized,
     UnknownAction,
 )
+from forecourt.gateway.backends.authority import AuthorityGenerations, Generation, MemoryAuthorityGenerations
 from forecourt.gateway.base import Principal
 from forecourt.store.base import Store
 
@@ -172,8 +173,9 @@ def _anonymous_decision(action: Action, dealership: Dealership | None) -> Decisi
 class TenancyCache:
     """Dealerships and company policies, read through short-lived in-process caches (``forecourt.caching``).
 
-    Policy edits made through the admin API invalidate this replica at once; other replicas pick
-    them up within ``ttl_s`` seconds (documented in docs/operations.md). Every cache is bounded: ids that name no
+    Policy edits are seen by the next call on every replica: each is remembered with its company's authority
+    generation (``gateway/backends/authority.py``), which every change moves on; dealerships are re-read after
+    ``ttl_s`` seconds (documented in docs/operations.md). Every cache is bounded: ids that name no
     dealership are remembered apart, in a small cache of their own, so callers naming rooftops that do not exist
     neither grow memory nor push the real ones out.
     """
@@ -190,9 +192,12 @@ class TenancyCache:
         self._unknown: caching.Cache[str, bool] = caching.lru(
             "gateway.tenancy.unknown_dealerships", self.UNKNOWN_KEPT, max_age_s=ttl_s, clock=clock
         )
-        self._policies: caching.Cache[str, list[Policy]] = caching.lru(
+        self._policies: caching.Cache[str, tuple[Generation, list[Policy]]] = caching.lru(
             "gateway.tenancy.policies", self.POLICIES_KEPT, max_age_s=ttl_s, clock=clock
         )
+        self.authority: AuthorityGenerations = MemoryAuthorityGenerations()
+        """The companies' authority generations (bootstrap sets the backends' own): remembered policies are used
+        only while their company's generation is unchanged, so an edit is seen by the next call on every replica."""
         self.on_invalidate: list[Callable[[], None]] = []
         """Other caches of tenant settings to clear together with this one."""
 
@@ -219,12 +224,13 @@ class TenancyCache:
         proposed = overlaid(company_id)
         if proposed is not None:
             return proposed
-        found = self._policies.get(company_id)
-        if found is not None:
-            return found
+        generation = await self.authority.current(company_id)
+        remembered = self._policies.get(company_id)
+        if remembered is not None and remembered[0] == generation:
+            return remembered[1]
         async with self._store.read() as uow:
             found = await uow.tenancy.list_policies(company_id)
-        self._policies.put(company_id, found)
+        self._policies.put(company_id, (generation, found))
         return found
 
     async def dealership_ids(self, company_id: str) -> list[str]:
@@ -251,7 +257,8 @@ class TenancyCache:
         proposed = overlaid(company_id)
         if proposed is not None:
             return proposed
-        return self._policies.peek(company_id) or []
+        remembered = self._policies.peek(company_id)
+        return remembered[1] if remembered is not None else []
 
     def invalidate(self) -> None:
         """Forget everything (after an admin change on this replica)."""

@@ -29,6 +29,12 @@ from forecourt.domain.tenancy import TOOLSET_NAMES, Member
 from forecourt.domain.timeutil import utcnow
 from forecourt.errors import Expired, InvalidParams, MemberNotFound, TenancyDenied, Unauthorized
 from forecourt.gateway.auth.common import Clock, Now, TenancySource, narrow, require_usable_member
+from forecourt.gateway.backends.authority import (
+    UNKNOWN,
+    AuthorityGenerations,
+    Generation,
+    MemoryAuthorityGenerations,
+)
 from forecourt.gateway.base import Credentials, Principal, RevocationList
 from forecourt.settings import Settings
 from forecourt.store.base import ApiKeyRecord, TenancyRepository
@@ -238,6 +244,8 @@ class ApiKeyService:
 class _Cached:
     record: ApiKeyRecord
     member: Member | None
+    generation: Generation = UNKNOWN
+    """The authority generation of the record's company when it was read (``gateway/backends/authority.py``)."""
 
 
 _VERIFIED_PER_KEY = 4  # principals remembered per key on average (one per caller address)
@@ -256,6 +264,7 @@ class ApiKeyAuthenticator:
         cache_size: int = 10_000,
         clock: Clock = time.monotonic,
         now: Now = utcnow,
+        authority: AuthorityGenerations | None = None,
     ) -> None:
         """Create the authenticator.
 
@@ -269,8 +278,12 @@ class ApiKeyAuthenticator:
             cache_size: The most records kept.
             clock: Monotonic seconds, for the cache.
             now: The wall clock (aware UTC), for expiry.
+            authority: The companies' authority generations: a remembered record or principal is used only while
+                its company's generation is unchanged, so a change to the member or the key is seen by the next
+                call on every replica (default: this process's own).
         """
         self._store = store
+        self._authority: AuthorityGenerations = authority or MemoryAuthorityGenerations()
         self._hasher = ApiKeyHasher(pepper)
         self._revocations = revocations
         self._ttl = cache_ttl_s
@@ -286,10 +299,14 @@ class ApiKeyAuthenticator:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, store: TenancySource, revocations: RevocationList
+        cls,
+        settings: Settings,
+        store: TenancySource,
+        revocations: RevocationList,
+        authority: AuthorityGenerations | None = None,
     ) -> ApiKeyAuthenticator:
         """The authenticator configured from ``settings``."""
-        return cls(store, settings.api_key_pepper, revocations)
+        return cls(store, settings.api_key_pepper, revocations, authority=authority)
 
     async def authenticate(self, credentials: Credentials, company_hint: str | None) -> Principal | None:
         """Verify an API key bearer token.
@@ -359,16 +376,25 @@ class ApiKeyAuthenticator:
     async def _lookup(self, prefix: str) -> _Cached | None:
         cached = self._cache.get(prefix)
         if cached is not None:
-            return cached
+            generation = await self._authority.current(cached.record.company_id)
+            if generation == cached.generation:
+                return cached
+        else:
+            loaded = await self._read(prefix)
+            if loaded is None:
+                return None
+            generation = await self._authority.current(loaded.record.company_id)
+        # Read (again) after the generation: a change committed meanwhile moves it on, and the next call re-reads.
+        entry = await self._read(prefix, generation)
+        if entry is not None and self._ttl > 0:
+            self._cache.put(prefix, entry)
+        return entry
+
+    async def _read(self, prefix: str, generation: Generation = UNKNOWN) -> _Cached | None:
         async with self._store.read() as uow:
             record = await uow.tenancy.get_api_key(prefix)
             member = None if record is None else await uow.tenancy.get_member(record.company_id, record.member_id)
-        if record is None:
-            return None
-        entry = _Cached(record=record, member=member)
-        if self._ttl > 0:
-            self._cache.put(prefix, entry)
-        return entry
+        return None if record is None else _Cached(record=record, member=member, generation=generation)
 
     def forget(self, prefix: str) -> None:
         """Drop a cached record (e.g. after this replica revoked or rotated it)."""

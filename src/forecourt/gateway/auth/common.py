@@ -13,6 +13,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from forecourt import caching
 from forecourt.domain.tenancy import Company, Member, SecurityType
 from forecourt.errors import Unauthorized
+from forecourt.gateway.backends.authority import AuthorityGenerations, MemoryAuthorityGenerations
 from forecourt.gateway.base import AuthMethod
 from forecourt.store.base import TenancyRepository
 
@@ -103,6 +104,8 @@ def narrow(requested: Iterable[str] | None, granted: Iterable[str]) -> frozenset
 class _Cached(Generic[_T]):
     at: float
     items: list[_T] = field(default_factory=list)
+    generation: str = ""
+    """The company's authority generation when the list was read (member lists only)."""
 
 
 MEMBER_LISTS_KEPT = 4096
@@ -118,7 +121,13 @@ class MemberDirectory:
     """
 
     def __init__(
-        self, source: TenancySource, *, ttl_s: float = 30.0, min_reload_s: float = 2.0, clock: Clock = time.monotonic
+        self,
+        source: TenancySource,
+        *,
+        ttl_s: float = 30.0,
+        min_reload_s: float = 2.0,
+        clock: Clock = time.monotonic,
+        authority: AuthorityGenerations | None = None,
     ) -> None:
         """Create a directory over ``source``.
 
@@ -127,8 +136,11 @@ class MemberDirectory:
             ttl_s: How long a loaded list is used.
             min_reload_s: The least time between reloads of one list forced by a miss.
             clock: Monotonic seconds.
+            authority: The companies' authority generations: a member list is used only while its company's
+                generation is unchanged (a change to a member is seen by the next call on every replica).
         """
         self._source = source
+        self._authority: AuthorityGenerations = authority or MemoryAuthorityGenerations()
         self._ttl_s = ttl_s
         self._min_reload_s = min_reload_s
         self._clock = clock
@@ -144,10 +156,10 @@ class MemberDirectory:
             self._members.pop(gone)
         return self._companies
 
-    async def _load_members(self, company_id: str) -> _Cached[Member]:
+    async def _load_members(self, company_id: str, generation: str) -> _Cached[Member]:
         async with self._source.read() as uow:
             members = await uow.tenancy.list_members(company_id)
-        entry = _Cached(at=self._clock(), items=members)
+        entry = _Cached(at=self._clock(), items=members, generation=generation)
         self._members.put(company_id, entry)
         return entry
 
@@ -164,9 +176,10 @@ class MemberDirectory:
         return entry.items
 
     async def _member_list(self, company_id: str, *, after_miss: bool) -> list[Member]:
+        generation = await self._authority.current(company_id)
         entry = self._members.get(company_id)
-        if entry is None or self._stale(entry, after_miss=after_miss):
-            entry = await self._load_members(company_id)
+        if entry is None or entry.generation != generation or self._stale(entry, after_miss=after_miss):
+            entry = await self._load_members(company_id, generation)
         return entry.items
 
     async def companies_for_issuer(self, issuer: str) -> list[Company]:

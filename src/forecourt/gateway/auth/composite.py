@@ -16,6 +16,7 @@ from forecourt.gateway.auth.common import MemberDirectory, TenancySource
 from forecourt.gateway.auth.jwt import JwksCache, OidcAuthenticator, looks_like_jwt
 from forecourt.gateway.auth.mtls import MtlsAuthenticator
 from forecourt.gateway.auth.operator import OperatorKeys, looks_like_operator_key
+from forecourt.gateway.backends.authority import AuthorityGenerations
 from forecourt.gateway.base import Authenticator, Credentials, Principal, RevocationList
 from forecourt.settings import Settings
 
@@ -97,7 +98,10 @@ class CompositeAuthenticator:
 
 
 def build_authenticator(
-    settings: Settings, store: TenancySource, revocations: RevocationList
+    settings: Settings,
+    store: TenancySource,
+    revocations: RevocationList,
+    authority: AuthorityGenerations | None = None,
 ) -> CompositeAuthenticator:
     """The gateway's authenticator, configured from ``settings``.
 
@@ -109,14 +113,15 @@ def build_authenticator(
         settings: The process settings.
         store: The store (companies, members, API keys).
         revocations: The shared API key revocation list.
+        authority: The companies' authority generations (a change to a member or key is seen by the next call).
 
     Returns:
         The composite authenticator (call :meth:`CompositeAuthenticator.aclose` on shutdown).
     """
-    directory = MemberDirectory(store)
+    directory = MemberDirectory(store, authority=authority)
     jwks = JwksCache(allow_private=settings.allow_private_targets)
     return CompositeAuthenticator(
-        api_keys=ApiKeyAuthenticator.from_settings(settings, store, revocations),
+        api_keys=ApiKeyAuthenticator.from_settings(settings, store, revocations, authority),
         oidc=OidcAuthenticator(store, jwks, directory=directory),
         mtls=MtlsAuthenticator(store, trusted_proxies=settings.trusted_proxies, directory=directory),
         jwks=jwks,

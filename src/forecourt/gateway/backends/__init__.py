@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from forecourt.gateway.backends.authority import AuthorityGenerations, MemoryAuthorityGenerations
 from forecourt.gateway.backends.console_sessions import MemorySessionRegistry, SessionRegistry
 from forecourt.gateway.backends.events import EventBus, MemoryEventBus
 from forecourt.gateway.backends.memory import (
@@ -36,6 +37,7 @@ class Backends:
         revocations: API-key prefixes revoked since keys were loaded.
         events: Change-event fan-out (to other replicas too, with Redis).
         console_sessions: Live console sessions (sign-out ends one on every replica).
+        authority: Generations of each company's members, keys and policies (a change is seen by the next call).
     """
 
     kind: Literal["memory", "redis"]
@@ -45,6 +47,7 @@ class Backends:
     revocations: RevocationList
     events: EventBus
     console_sessions: SessionRegistry = field(default_factory=MemorySessionRegistry)
+    authority: AuthorityGenerations = field(default_factory=MemoryAuthorityGenerations)
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, repr=False)
     ping: Callable[[], Awaitable[object]] | None = field(default=None, repr=False)
     """One round trip to the shared store (Redis ``PING``); ``None`` in memory. For ``/readyz`` and metrics."""
@@ -72,6 +75,7 @@ def memory_backends(cache_max_entries: int = 10_000) -> Backends:
 
 def redis_backends(settings: Settings) -> Backends:
     """Redis backends sharing one connection pool (plus one pub/sub connection for the event bus)."""
+    from forecourt.gateway.backends.authority import RedisAuthorityGenerations
     from forecourt.gateway.backends.console_sessions import RedisSessionRegistry
     from forecourt.gateway.backends.events import RedisEventBus
     from forecourt.gateway.backends.redis import (
@@ -94,6 +98,7 @@ def redis_backends(settings: Settings) -> Backends:
         revocations=RedisRevocationList(client, prefix=prefix),
         events=events,
         console_sessions=RedisSessionRegistry(client, prefix=prefix),
+        authority=RedisAuthorityGenerations(client, prefix=prefix),
         _closers=[events.close, client.aclose],
         ping=client.ping,
     )
