@@ -28,6 +28,7 @@ run: demo
 lint: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/lint-imports
 
 types: install
 	$(BIN)/mypy src
