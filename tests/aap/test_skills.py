@@ -7,7 +7,9 @@ from typing import Any
 import httpx
 import pytest
 
+from forecourt.demo.bulk import iter_bulk_vehicles
 from forecourt.domain.aap_spec import SKILLS_BY_ID, errors
+from forecourt.domain.vehicle import TOTAL_COUNTED_UP_TO
 
 from .support import HEADERS, TOYOTA, LiveServer, Rig, error_of, fixture, jsonrpc, message, payload_of
 
@@ -139,3 +141,17 @@ async def test_the_skills_are_gateway_actions_callable_with_aap_payloads(rig: Ri
     )
     assert errors("inventory-facets-response.schema.json", outcome.output) == []
     assert outcome.output["data"]["conditions"][0]["value"] == "used"
+
+
+async def test_a_search_matching_more_units_than_are_counted_answers_a_valid_lower_bound_and_says_so(rig: Rig) -> None:
+    store = rig.services.store
+    async with store.read() as uow:
+        dealer = await uow.tenancy.get_dealership(TOYOTA)
+    assert dealer is not None
+    for batch in iter_bulk_vehicles([dealer], TOTAL_COUNTED_UP_TO + 30, seed=11):
+        await store.bulk_load_vehicles(batch)
+    request = {"type": "inventory.search.request", "pagination": {"limit": 5}}
+    body = payload_of(await rig.rpc("inventory.search", request))
+    assert errors(SKILLS_BY_ID["inventory.search"].response_schema, body) == []
+    assert (body["data"]["total"], len(body["data"]["vehicles"])) == (TOTAL_COUNTED_UP_TO, 5)
+    assert body["message"].startswith(f"At least {TOTAL_COUNTED_UP_TO} vehicles match.")

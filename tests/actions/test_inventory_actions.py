@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from forecourt.actions.inventory import CARD_FIELDS
-from forecourt.domain.vehicle import Condition, VehicleStatus
+from forecourt.contract import paging
+from forecourt.domain.vehicle import TOTAL_COUNTED_UP_TO, Condition, VehicleStatus
 from forecourt.errors import ForecourtError
 
-from .builders import DEALER, OTHER, vehicle
+from .builders import DEALER, NOW, OTHER, vehicle
 from .conftest import Harness
 
 
@@ -94,6 +95,48 @@ async def test_a_compact_search_answers_each_vehicles_card_with_the_same_order_t
     rest_compact = await harness.call("inventory.search", {**query, "view": "compact", "cursor": full["next_cursor"]})
     assert rest_compact["items"] == [{k: v[k] for k in CARD_FIELDS} for v in rest_full["items"]]
     assert [v["id"] for v in rest_full["items"]] == [f"veh-{DEALER}-{n}" for n in (5, 1)]
+
+
+async def test_a_search_says_its_total_is_exact_when_it_counted_every_match(harness: Harness) -> None:
+    await stock(harness)
+    page = await harness.call("inventory.search", {"limit": 2})
+    assert (page["total"], page["total_relation"], len(page["items"])) == (4, "eq", 2)
+
+
+async def test_a_large_search_reports_a_lower_bound_and_its_cursors_still_reach_every_unit_once(
+    harness: Harness,
+) -> None:
+    many = TOTAL_COUNTED_UP_TO + 30
+    async with harness.store.transaction() as uow:
+        for n in range(1, many + 1):
+            await uow.inventory.upsert(vehicle(n, price=1_000_000 + (n % 7) * 100_000))  # ties: 7 prices
+    query = {"sort": {"field": "price"}, "limit": 40, "view": "compact"}
+    page = await harness.call("inventory.search", query)
+    seen, prices, totals = [], [], []
+    while True:
+        seen += [v["id"] for v in page["items"]]
+        prices += [v["price"]["amount_minor"] for v in page["items"]]
+        totals.append((page["total"], page["total_relation"]))
+        if "next_cursor" not in page:
+            break
+        page = await harness.call("inventory.search", {**query, "cursor": page["next_cursor"]})
+    assert totals == [(TOTAL_COUNTED_UP_TO, "gte"), (many, "eq"), (many, "eq"), (many, "eq")]
+    assert sorted(seen) == sorted(f"veh-{DEALER}-{n}" for n in range(1, many + 1))
+    assert prices == sorted(prices)
+
+
+async def test_a_cursor_without_a_keyset_key_still_resumes_at_its_offset(harness: Harness) -> None:
+    # A cursor issued before keyset pages (an offset only) goes on where it left off.
+    await stock(harness)
+    query = {"sort": {"field": "price"}, "limit": 2}
+    first = await harness.call("inventory.search", query)
+    offset_only = paging.encode_cursor(
+        harness.settings, 2, paging.query_key("inventory.search", DEALER, query), now=NOW
+    )
+    by_key = await harness.call("inventory.search", {**query, "cursor": first["next_cursor"]})
+    by_offset = await harness.call("inventory.search", {**query, "cursor": offset_only})
+    assert [v["id"] for v in by_offset["items"]] == [v["id"] for v in by_key["items"]]
+    assert [v["id"] for v in by_key["items"]] == [f"veh-{DEALER}-{n}" for n in (2, 3)]
 
 
 async def test_a_search_cursor_cannot_be_replayed_on_another_dealership_or_filter(harness: Harness) -> None:

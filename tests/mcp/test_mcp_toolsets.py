@@ -21,7 +21,7 @@ from forecourt.actions.toolsets import LLM_NAME, llm_name, llm_names
 from forecourt.domain.tenancy import Policy
 from forecourt.store import open_store_url
 from forecourt.surfaces.mcp.tokens import ENCODINGS, count_tokens, list_json, o200k_vocab_file, token_counts
-from forecourt.surfaces.mcp.views import VEHICLE
+from forecourt.surfaces.mcp.views import VEHICLE, summary
 
 ERAS = [("legacy", "2025-11-25"), ("auto", "2026-07-28")]
 CRM_BUDGET_TOKENS = 8_000
@@ -184,6 +184,12 @@ async def test_search_results_are_compact_with_a_summary_unless_the_full_view_is
         assert json.loads(compact.content[1].text) == page  # type: ignore[union-attr]
     else:
         assert len(compact.content) == 1
+
+
+def test_a_search_summary_marks_a_total_that_is_a_lower_bound() -> None:
+    page = {"items": [{"id": str(n)} for n in range(20)], "total": 100, "total_relation": "gte", "next_cursor": "c"}
+    assert summary("inventory.search", page).startswith("20 of 100+ vehicles; pass next_cursor for more")
+    assert summary("inventory.search", {**page, "total_relation": "eq"}).startswith("20 of 100 vehicles;")
 
 
 async def test_a_single_record_over_the_size_budget_answers_a_summary_and_a_resource_link(

@@ -33,7 +33,17 @@ from forecourt.actions.representations import (
 )
 from forecourt.contract.paging import next_cursor, open_page, page_output
 from forecourt.domain.frozen import frozen
-from forecourt.domain.vehicle import Condition, InventoryFilters, InventoryQuery, SortField, Vehicle, VehicleStatus
+from forecourt.domain.vehicle import (
+    TOTAL_COUNTED_UP_TO,
+    CardPage,
+    Condition,
+    InventoryFilters,
+    InventoryQuery,
+    SearchPage,
+    SortField,
+    Vehicle,
+    VehicleStatus,
+)
 from forecourt.errors import DealershipNotFound, VehicleNotFound
 
 READ = "amcp:inventory:read"
@@ -147,6 +157,21 @@ DEALERSHIP: dict[str, Any] = obj(
 
 _FACET_COUNT = obj({"value": {"type": "string"}, "count": {"type": "integer", "minimum": 0}})
 _RANGE = obj({"min": {"type": ["integer", "null"]}, "max": {"type": ["integer", "null"]}})
+TOTAL_RELATION: dict[str, Any] = {
+    "enum": ["eq", "gte"],
+    "description": (
+        "eq: total is the exact number of matches; gte: at least total match (the count stops "
+        f"{TOTAL_COUNTED_UP_TO} matches past the page's start, so that it never reads a whole rooftop)."
+    ),
+}
+SEARCH_OUT: dict[str, Any] = page_schema({"anyOf": [VEHICLE, VEHICLE_CARD]})
+SEARCH_OUT["properties"]["total"] = {
+    **SEARCH_OUT["properties"]["total"],
+    "description": "Matching vehicles: exact when total_relation is eq, a lower bound when gte.",
+}
+SEARCH_OUT["properties"]["total_relation"] = TOTAL_RELATION
+SEARCH_OUT["required"].append("total_relation")
+
 FACETS_OUT: dict[str, Any] = output_schema(
     obj(
         {
@@ -158,8 +183,15 @@ FACETS_OUT: dict[str, Any] = output_schema(
 )
 
 
-def build_query(dealership_id: str, payload: Mapping[str, Any], *, offset: int = 0, limit: int = 20) -> InventoryQuery:
-    """The store query for an ``inventory.search``/``inventory.facets`` payload."""
+def build_query(
+    dealership_id: str,
+    payload: Mapping[str, Any],
+    *,
+    offset: int = 0,
+    limit: int = 20,
+    after: tuple[int | str, ...] | None = None,
+) -> InventoryQuery:
+    """The store query for an ``inventory.search``/``inventory.facets`` payload (``after``: a cursor's keyset key)."""
     statuses = tuple(VehicleStatus(s) for s in payload.get("status") or ())
     filters = InventoryFilters(
         **{k: tuple(payload.get(k) or ()) for k in _TERMS},
@@ -183,6 +215,7 @@ def build_query(dealership_id: str, payload: Mapping[str, Any], *, offset: int =
         descending=sort.get("order") == "desc",
         offset=offset,
         limit=limit,
+        after=after,
     )
 
 
@@ -190,14 +223,17 @@ _QUERIES: dict[tuple[str, Hashable, int, int], InventoryQuery] = {}  # by dealer
 _QUERIES_KEPT = 4096
 
 
-def _search_query(dealership_id: str, payload: Mapping[str, Any], offset: int, limit: int) -> InventoryQuery:
-    """:func:`build_query`, remembered for a payload asked again (an agent paging, the same search repeated).
+def _search_query(
+    dealership_id: str, payload: Mapping[str, Any], offset: int, limit: int, after: tuple[int | str, ...] | None
+) -> InventoryQuery:
+    """:func:`build_query`, remembered for a payload asked again (the same search repeated, an agent's first page).
 
-    The same (immutable) query each time also makes the store's prepared-statement lookup an identity match.
+    The same (immutable) query each time also makes the store's prepared-statement lookup an identity match. A page
+    after a keyset key (a later page of a search by price, year, mileage or id) is built afresh: its key is new.
     """
     memo = frozen({k: v for k, v in payload.items() if k != "cursor"})  # the offset stands for the cursor
-    if memo is None:
-        return build_query(dealership_id, payload, offset=offset, limit=limit)
+    if memo is None or after is not None:
+        return build_query(dealership_id, payload, offset=offset, limit=limit, after=after)
     key = (dealership_id, memo, offset, limit)
     query = _QUERIES.get(key)
     if query is None:
@@ -219,19 +255,23 @@ async def dealer_information(payload: Mapping[str, Any], ctx: ExecutionContext) 
 
 
 async def inventory_search(payload: Mapping[str, Any], ctx: ExecutionContext) -> AdapterResult:
-    """One page of matching vehicles."""
+    """One page of matching vehicles, the total (``total_relation``: ``eq`` exact, ``gte`` a lower bound) and
+    the next page's cursor (with the page's keyset key, where the sort has one)."""
     dealership_id = require_dealership(ctx)
     page = open_page(ctx.settings, ctx.action.name, dealership_id, payload, now=ctx.now)
-    query = _search_query(dealership_id, payload, page.offset, page.limit)
+    query = _search_query(dealership_id, payload, page.offset, page.limit, page.after)
     async with ctx.store.transaction() as uow:
         if payload.get("view") == "compact":
-            cards = await uow.inventory.search_cards(query)
-            items, total = CARD_REPRESENTATIONS.of(cards.items), cards.total
+            found: SearchPage | CardPage = await uow.inventory.search_cards(query)
+            items = CARD_REPRESENTATIONS.of(found.items)
         else:
             found = await uow.inventory.search(query)
-            items, total = VEHICLE_REPRESENTATIONS.of(found.items), found.total
-    cursor = next_cursor(ctx.settings, page, len(items), total)
-    return result(page_output(items, cursor, total), total=total)
+            items = VEHICLE_REPRESENTATIONS.of(found.items)
+    total = found.total
+    cursor = next_cursor(ctx.settings, page, len(items), total, after=found.after)
+    output = page_output(items, cursor, total)
+    output["total_relation"] = "eq" if found.total_exact else "gte"
+    return result(output, total=total)
 
 
 async def find_vehicle(ctx: ExecutionContext, dealership_id: str, payload: Mapping[str, Any]) -> Vehicle | None:
@@ -299,13 +339,14 @@ ACTIONS: tuple[Action, ...] = (
                 "Search the dealership's vehicles. Filters are flat keys; arrays match any listed value "
                 "(case-insensitive), ranges are inclusive. Prices are integer minor units (cents for USD), mileage "
                 "is in miles. Only available and in_transit units are returned unless `status` says otherwise. "
-                "Returns {items, next_cursor, total}; pass next_cursor back to get the next page (absent on the "
-                "last page). Check each vehicle's `available` and `last_verified_at` before telling a buyer a unit "
-                "is in stock. Use it to find vehicles that fit a buyer's needs; `query` also takes free text (\"red "
-                'hybrid SUV").'
+                "Returns {items, next_cursor, total, total_relation}: total is exact (total_relation eq) up to "
+                f"{TOTAL_COUNTED_UP_TO} matches from the page's start, beyond that a lower bound (gte); pass "
+                "next_cursor back to get the next page (absent on the last page). Check each vehicle's `available` "
+                "and `last_verified_at` before telling a buyer a unit is in stock. Use it to find vehicles that fit "
+                'a buyer\'s needs; `query` also takes free text ("red hybrid SUV").'
             ),
             input=input_schema({**FILTERS, "sort": SORT, "view": VIEW}, paged=True),
-            output=page_schema({"anyOf": [VEHICLE, VEHICLE_CARD]}),
+            output=SEARCH_OUT,
             scope=READ,
             pii=False,
             tags=("inventory", "search"),

@@ -190,6 +190,10 @@ class InventoryQuery(BaseModel):
     descending: bool = False
     offset: int = Field(default=0, ge=0)
     limit: int = Field(default=20, ge=1, le=1000)
+    after: tuple[int | str, ...] | None = None
+    """A keyset continuation: the sort value and id (the id alone, unsorted) of the previous page's last unit. The
+    page then starts right after that unit, and ``offset`` only says how many came before it; ``None``: the page
+    starts ``offset`` units into the result."""
 
 
 class FacetCount(BaseModel):
@@ -214,13 +218,27 @@ class Facets(BaseModel):
     ranges: dict[str, RangeFacet]
 
 
+TOTAL_COUNTED_UP_TO = 100
+"""How many matches a search counts from its page's start (or the page's length plus one, when larger): beyond
+that its total is a lower bound (``total_exact`` False). A rooftop's 2,000 vehicles are never all counted to
+show 20 of them; a filtered search that matches fewer gets its exact total."""
+
+
 class SearchPage(BaseModel):
-    """A page of search results with the size of the whole matching set."""
+    """A page of search results with the size of the whole matching set.
+
+    ``total`` is exact when ``total_exact``, else a lower bound (the store stops counting at
+    :data:`TOTAL_COUNTED_UP_TO`, so that a count never reads a whole rooftop); either way it is larger than
+    ``offset`` plus the page's length exactly when another page follows. ``after``: the key a next page starts after
+    (:attr:`InventoryQuery.after`), when the sort has one.
+    """
 
     items: list[Vehicle]
     total: int
     offset: int
     limit: int
+    total_exact: bool = True
+    after: tuple[int | str, ...] | None = None
 
     @property
     def has_more(self) -> bool:
@@ -230,12 +248,15 @@ class SearchPage(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class CardPage:
-    """A page of a compact search: the units' cards and the size of the whole matching set."""
+    """A page of a compact search: the units' cards and the size of the whole matching set (as in
+    :class:`SearchPage`)."""
 
     items: list[VehicleCard]
     total: int
     offset: int
     limit: int
+    total_exact: bool = True
+    after: tuple[int | str, ...] | None = None
 
 
 def vehicle_age_years(vehicle: Vehicle, now: datetime) -> int:

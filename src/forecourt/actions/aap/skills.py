@@ -96,8 +96,9 @@ async def inventory_search(payload: Mapping[str, Any], dealer: Dealership, ctx: 
     async with ctx.store.transaction() as uow:
         found = await uow.inventory.search(query)
     vehicles = [vehicle_to_aap(v, dealer) for v in found.items if v.status.offerable]
-    data = {"total": found.total, "skip": skip, "limit": limit, "vehicles": vehicles}
-    note = f"{found.total} vehicles match. 'price' is the out-the-door amount including fees and tax."
+    data = {"total": found.total, "skip": skip, "limit": limit, "vehicles": vehicles}  # total: at least, when capped
+    matched = f"{found.total} vehicles match" if found.total_exact else f"At least {found.total} vehicles match"
+    note = f"{matched}. 'price' is the out-the-door amount including fees and tax."
     return {"type": "inventory.search.response", "data": data, "message": note}
 
 

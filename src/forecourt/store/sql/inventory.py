@@ -14,6 +14,7 @@ from forecourt.domain.measure import Measure
 from forecourt.domain.money import Money
 from forecourt.domain.timeutil import utcnow
 from forecourt.domain.vehicle import (
+    TOTAL_COUNTED_UP_TO,
     CardPage,
     Condition,
     Facets,
@@ -192,6 +193,11 @@ PREPARED_SEARCHES = PreparedReads()
 """The driver statements (page, count) of searches asked for more than once, on inline SQLite reads."""
 
 
+def count_cap(query: InventoryQuery) -> int:
+    """How many matches from the page's start the count of ``query`` reads at most (one more, to know)."""
+    return max(TOTAL_COUNTED_UP_TO, query.limit + 1)
+
+
 def _event(vehicle: Vehicle, change: ChangeType, at: datetime) -> ChangeEvent:
     return ChangeEvent(
         id=new_id(),
@@ -211,6 +217,10 @@ def search_statements(query: InventoryQuery, cards: bool = False) -> tuple[sa.Se
 
     ``cards``: the page selects a card's columns only (a compact search), else the whole vehicle's.
 
+    Both start where the page does: after ``query.after`` (keyset, see :func:`search.after_conditions`) or
+    ``query.offset`` units in. The count reads at most :func:`count_cap` plus one matches from there
+    (``SELECT count(*) FROM (SELECT 1 ... LIMIT n)``), so a count never reads a whole rooftop either.
+
     Statements are immutable and hold no connection; reusing one also reuses its memoised cache key, so a repeated
     search (an agent paging, a popular query) skips building the statement and keying SQLAlchemy's compiled
     cache: about a quarter of a millisecond of CPU per search.
@@ -219,11 +229,14 @@ def search_statements(query: InventoryQuery, cards: bool = False) -> tuple[sa.Se
     index where one covers the filter), then only the page's rows are read whole. Sorting every match with all its
     columns took most of a small search's SQLite time (on SQLite, 60 matches: 125 → 71 µs).
     """
-    where = search.conditions(query)
+    where = [*search.conditions(query), *search.after_conditions(query)]
+    skip = 0 if search.keyset_applies(query) else query.offset
     order = search.order_by(query)
-    ids = sa.select(_V.id).where(*where).order_by(*order).offset(query.offset).limit(query.limit).correlate(None)
+    ids = sa.select(_V.id).where(*where).order_by(*order).offset(skip).limit(query.limit).correlate(None)
     page = sa.select(*(_CARD_COLUMNS if cards else _SELECT_COLUMNS)).where(_V.id.in_(ids)).order_by(*order)
-    return page, sa.select(sa.func.count()).where(*where)
+    counted: sa.Select[Any] = sa.select(sa.literal_column("1")).select_from(vehicles).where(*where).offset(skip)
+    count = sa.select(sa.func.count()).select_from(counted.limit(count_cap(query) + 1).subquery())
+    return page, count
 
 
 class SqlInventoryRepository:
@@ -252,16 +265,21 @@ class SqlInventoryRepository:
         return await self._one(_V.dealership_id == dealership_id, _V.stock_l == stock.strip().lower())
 
     async def search(self, query: InventoryQuery) -> SearchPage:
-        """One page of the vehicles matching ``query`` and the size of the whole matching set."""
-        items, total = await self._page(query, DRIVER_ROWS, cards=False)
-        return SearchPage(items=items, total=total, offset=query.offset, limit=query.limit)
+        """One page of the vehicles matching ``query`` and the size of the whole matching set (exact up to
+        :data:`TOTAL_COUNTED_UP_TO` from the page's start, else a lower bound: ``total_exact``)."""
+        items, total, exact = await self._page(query, DRIVER_ROWS, cards=False)
+        after = search.keyset_key(query, items[-1]) if items else None
+        return SearchPage(
+            items=items, total=total, offset=query.offset, limit=query.limit, total_exact=exact, after=after
+        )
 
     async def search_cards(self, query: InventoryQuery) -> CardPage:
         """:meth:`search` reading only each vehicle's card columns."""
-        items, total = await self._page(query, CARD_ROWS, cards=True)
-        return CardPage(items=items, total=total, offset=query.offset, limit=query.limit)
+        items, total, exact = await self._page(query, CARD_ROWS, cards=True)
+        after = search.keyset_key(query, items[-1]) if items else None
+        return CardPage(items, total, query.offset, query.limit, total_exact=exact, after=after)
 
-    async def _page(self, query: InventoryQuery, rows: DriverRows[T], *, cards: bool) -> tuple[list[T], int]:
+    async def _page(self, query: InventoryQuery, rows: DriverRows[T], *, cards: bool) -> tuple[list[T], int, bool]:
         conn = self._ctx.conn
         inline = conn if isinstance(conn, InlineConnection) else None
         prepared = None
@@ -276,13 +294,17 @@ class SqlInventoryRepository:
             except TypeError:  # a query built without validation may hold lists: unhashable, so built afresh
                 page, count = search_statements.__wrapped__(query, cards)
             items = rows.from_result(await conn.execute(page), conn.dialect)
-        if query.offset == 0 and len(items) < query.limit:
-            total = len(items)
-        elif prepared is not None and inline is not None:
-            total = int(inline.driver_rows(count_sql)[0][0])
+        if len(items) < query.limit and (items or query.offset == 0):
+            return items, query.offset + len(items), True  # the last page: nothing more to count
+        if prepared is not None and inline is not None:
+            counted = int(inline.driver_rows(count_sql)[0][0])
         else:  # (a window count in the page's statement measured slower on SQLite: it materialises every match)
-            total = int((await conn.execute(count)).scalar_one())
-        return items, total
+            counted = int((await conn.execute(count)).scalar_one())
+        if not counted:  # a page past the end (or every unit after the key gone): count what there is
+            whole = sa.select(sa.func.count()).select_from(vehicles).where(*search.conditions(query))
+            return items, int((await conn.execute(whole)).scalar_one()), True
+        cap = count_cap(query)
+        return items, query.offset + min(counted, cap), counted <= cap
 
     async def facets(self, query: InventoryQuery) -> Facets:
         """Term counts and numeric ranges (price in minor units) over the vehicles matching ``query``."""

@@ -11,10 +11,13 @@ Rules (the same for every backend):
 - Sorting by any :class:`SortField` ascending or descending, missing values last, ties broken by id in the
   same direction (so that one index on ``(dealership_id, field, id)`` serves both directions, scanned forwards
   or backwards); without a sort field the order is by id.
+- A page of a search by price, year, mileage or id (unsorted) may start after the previous page's last unit
+  (keyset: ``(price_minor, id) > (?, ?)``), which the same index seeks to, instead of skipping ``offset`` units.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -27,6 +30,7 @@ from forecourt.domain.vehicle import (
     RangeFacet,
     SortField,
     Vehicle,
+    VehicleCard,
     VehicleStatus,
 )
 from forecourt.store.sql.tables import vehicles
@@ -59,6 +63,13 @@ _SORT_COLUMNS: dict[SortField, sa.Column[Any]] = {
     SortField.LAST_VERIFIED_AT: _V.last_verified_at,
 }
 _NULLABLE_SORTS = frozenset({SortField.LIST_PRICE, SortField.MSRP})
+_KEYSET: dict[SortField, Callable[[Vehicle | VehicleCard], int]] = {
+    SortField.PRICE: lambda unit: unit.price.amount_minor,
+    SortField.YEAR: lambda unit: unit.year,
+    SortField.MILEAGE: lambda unit: unit.mileage.value,
+}
+"""Sorts a page may continue by key (each has an index in its order, see migration ``inventory_0002``), and the
+sort column's value of a unit (vehicle or card)."""
 
 # facet name -> (grouping column, display column)
 _TERM_FACETS: dict[str, tuple[sa.Column[Any], sa.Column[Any]]] = {
@@ -163,6 +174,34 @@ def order_by(query: InventoryQuery) -> list[sa.ColumnElement[Any]]:
     if query.sort in _NULLABLE_SORTS:
         key = key.nulls_last()
     return [key, _V.id.desc() if query.descending else _V.id.asc()]
+
+
+def keyset_key(query: InventoryQuery, last: Vehicle | VehicleCard) -> tuple[int | str, ...] | None:
+    """The key a page after ``last`` starts after (:attr:`InventoryQuery.after`); ``None`` for a sort without one."""
+    if query.sort is None:
+        return (last.id,)
+    value = _KEYSET.get(query.sort)
+    return None if value is None else (value(last), last.id)
+
+
+def keyset_applies(query: InventoryQuery) -> bool:
+    """Whether ``query.after`` is a key of ``query``'s sort (else the page starts at ``query.offset``)."""
+    after = query.after
+    if after is None or (query.sort is not None and query.sort not in _KEYSET):
+        return False
+    if query.sort is None:
+        return len(after) == 1 and isinstance(after[0], str)
+    return len(after) == 2 and type(after[0]) is int and isinstance(after[1], str)
+
+
+def after_conditions(query: InventoryQuery) -> list[sa.ColumnElement[bool]]:
+    """The WHERE clause of a keyset page: after the key in the sort's order; none without a key."""
+    if not keyset_applies(query) or query.after is None:
+        return []
+    if query.sort is None:
+        return [_V.id > query.after[0]]
+    keys = sa.tuple_(_SORT_COLUMNS[query.sort], _V.id)  # a row value: one index range on both databases
+    return [keys < query.after if query.descending else keys > query.after]
 
 
 def facet_statements(query: InventoryQuery) -> tuple[sa.Select[Any], sa.Select[Any]]:

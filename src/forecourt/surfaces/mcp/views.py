@@ -92,7 +92,8 @@ def summary(action_name: str, output: Any) -> str:
         count = len(output["items"])
         noun = NOUNS.get(action_name, "items")
         total = output.get("total")
-        head = f"{count:,} of {total:,} {noun}" if isinstance(total, int) else f"{count:,} {noun}"
+        at_least = "+" if output.get("total_relation") == "gte" else ""  # a lower bound (inventory.search)
+        head = f"{count:,} of {total:,}{at_least} {noun}" if isinstance(total, int) else f"{count:,} {noun}"
         more = []
         if output.get("next_cursor"):
             more.append("pass next_cursor for more")
