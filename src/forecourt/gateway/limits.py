@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
-from forecourt import caching
 from forecourt.contract import Action
 from forecourt.domain.tenancy import Policy
 from forecourt.errors import RateLimited
@@ -96,31 +94,3 @@ class LimitPlan:
             "RateLimit-Reset": str(retry_after),
         }
         return err
-
-
-class RememberedRules:
-    """:meth:`LimitPlan.rules_for` and what the limiter counts, remembered for the same principal and policies.
-
-    A verified credential answers with the same principal object, and the tenancy cache hands out a new policy
-    list whenever it reads the policies again, so the identity of both (checked, not only their ids) says the
-    rules still hold. An anonymous caller's principal is new on every call: not remembered.
-    """
-
-    def __init__(self, kept: int = 4096) -> None:
-        self._found: caching.Cache[tuple[int, int, int, str, str | None], tuple[Any, ...]] = caching.lru(
-            "gateway.limits.rules", kept
-        )
-
-    def rules_for(
-        self, plan: LimitPlan, action: Action, principal: Principal, policies: list[Policy], owner: str | None
-    ) -> tuple[tuple[LimitRule, ...], tuple[tuple[str, int, float], ...]]:
-        """The rules (and their ``(key, limit, window_s)``) of one call under ``plan``."""
-        key = (id(plan), id(principal), id(policies), action.name, owner)
-        found = self._found.get(key)
-        if found is not None and found[0] is plan and found[1] is principal and found[2] is policies:
-            return found[3], found[4]
-        rules = tuple(plan.rules_for(action, principal, policies, owner))
-        hits = tuple((r.key, r.limit, r.window_s) for r in rules)
-        if not principal.anonymous:
-            self._found.put(key, (plan, principal, policies, rules, hits))
-        return rules, hits

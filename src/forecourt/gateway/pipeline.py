@@ -54,7 +54,7 @@ from forecourt.gateway.client_address import ClientAddresses
 from forecourt.gateway.credentials.per_call import call_scope, scope_for
 from forecourt.gateway.errors import StoreUnavailable
 from forecourt.gateway.freshness import ChangeGenerations
-from forecourt.gateway.limits import LimitPlan, RememberedRules
+from forecourt.gateway.limits import LimitPlan
 from forecourt.gateway.number_bounds import check_number_bounds
 from forecourt.gateway.policy import Decision, TenancyCache, decide
 from forecourt.gateway.redact import redact
@@ -123,7 +123,6 @@ class Gateway:
         self._bulkheads: dict[str, Bulkhead] = {}
         # Each call's metric series by its labels (prometheus-client's ``labels`` checks and locks every time).
         self._series = CallSeries(metrics, _SERIES_KEPT)
-        self._rules = RememberedRules(_SERIES_KEPT)
         self.in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -358,8 +357,8 @@ class Gateway:
     async def _rate_limit(self, action: Action, principal: Principal, call: CallState) -> RateDecision | None:
         owner = principal.company_id or call.company_id  # an anonymous call counts against the agent's company
         policies = await self.tenancy.policies(owner)
-        rules, hits = self._rules.rules_for(self.limits, action, principal, policies, owner)
-        decisions = await self.rate_limiter.hit_many(hits)
+        rules = tuple(self.limits.rules_for(action, principal, policies, owner))
+        decisions = await self.rate_limiter.hit_many([(rule.key, rule.limit, rule.window_s) for rule in rules])
         tightest: RateDecision | None = None
         for rule, decision in zip(rules, decisions, strict=True):
             if not decision.allowed:
@@ -413,7 +412,7 @@ class Gateway:
                     action.name, action.version, scope, payload, action.cache_ttl_s, run, span, form=call.form
                 )
                 if hit:
-                    self._series.cache_hit(action.name)
+                    self.metrics.cache_hits.labels(action.name).inc()
                 outcome = self._outcome(call, action, result, decision)
                 outcome.cached = hit
                 return outcome
