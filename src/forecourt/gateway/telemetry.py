@@ -471,7 +471,7 @@ class CurrentSpan:
 
 
 class CallSeries:
-    """Each call's counter and duration histogram, looked up once per label set; result cache hits per action.
+    """Each call's counter and duration histogram, looked up once per label set.
 
     prometheus-client's ``labels()`` checks its arguments and takes a lock on every call; the series of a label set
     ``(action, adapter, company, model, status)`` are kept here instead (``gateway.telemetry.call_series``: at most
@@ -483,7 +483,6 @@ class CallSeries:
         self._found: caching.Cache[tuple[str, str, str, str, int], tuple[Any, Any]] = caching.lru(
             "gateway.telemetry.call_series", kept
         )
-        self._hits: caching.Cache[str, Any] = caching.lru("gateway.telemetry.cache_hit_series", kept)
 
     def count(self, key: tuple[str, str, str, str, int], duration_s: float) -> None:
         """Count one call under ``key`` and observe its duration."""
@@ -494,11 +493,3 @@ class CallSeries:
             self._found.put(key, series)
         series[0].inc()
         series[1].observe(duration_s)
-
-    def cache_hit(self, action: str) -> None:
-        """Count one result cache hit of ``action`` (``forecourt_cache_hits_total``)."""
-        series = self._hits.get(action)
-        if series is None:
-            series = self._metrics.cache_hits.labels(action)
-            self._hits.put(action, series)
-        series.inc()
