@@ -8,8 +8,6 @@ credential, or the public agent), never from the payload: AAP request schemas ar
 
 from __future__ import annotations
 
-import time
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -47,28 +45,16 @@ _FOLLOWS_CHANGES = ("inventory.facets", "inventory.search", "inventory.vehicle")
 Handler = Callable[[Mapping[str, Any], Dealership, ExecutionContext], Awaitable[dict[str, Any]]]
 
 
-_DEALER_TTL_S = 5.0
-_dealers: weakref.WeakKeyDictionary[Any, dict[str, tuple[float, Dealership]]] = weakref.WeakKeyDictionary()
-
-
 async def _dealer(ctx: ExecutionContext, *, fresh: bool = False) -> Dealership:
-    """The addressed dealership; reads may use a copy up to a few seconds old, ``fresh`` never does."""
+    """The addressed dealership: the gateway's copy for a read, read afresh for a write (``fresh``)."""
     if not ctx.dealership_id:
         raise InvalidParams("The dealership is not known for this call.", details={"field": "dealership_id"})
     if not fresh and ctx.dealership is not None and ctx.dealership.id == ctx.dealership_id:
         return ctx.dealership  # the gateway's copy: the one its result cache key was made from
-    cache = _dealers.setdefault(ctx.store, {})
-    hit = cache.get(ctx.dealership_id)
-    now = time.monotonic()
-    if hit is not None and hit[0] > now and not fresh:
-        return hit[1]
     async with ctx.store.transaction() as uow:
         dealer = await uow.tenancy.get_dealership(ctx.dealership_id)
     if dealer is None:
         raise DealershipNotFound()
-    if len(cache) > 10_000:
-        cache.clear()
-    cache[ctx.dealership_id] = (now + _DEALER_TTL_S, dealer)
     return dealer
 
 
