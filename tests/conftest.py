@@ -8,6 +8,11 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests check behaviour, never speed: no per-example deadline (a busy machine is not a failure).
+settings.register_profile("forecourt", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("forecourt")
 
 PG_HOST = os.environ.get("FORECOURT_TEST_PG_HOST", "127.0.0.1")
 PG_PORT = int(os.environ.get("FORECOURT_TEST_PG_PORT", "5432"))
