@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from forecourt.domain.approvals import ApprovalRule
-from forecourt.domain.urls import OutboundUrl
+from forecourt.domain.urls import OutboundUrl, StoredLink
 
 
 def one_or_many(value: Any) -> Any:
@@ -78,7 +78,7 @@ class Dealership(BaseModel):
     address: Address = Address()
     phones: dict[str, str] = Field(default_factory=dict)
     email: str | None = None
-    website: str | None = None
+    website: StoredLink = None
     sales_hours: dict[str, DayHours] = Field(default_factory=dict)
     service_hours: dict[str, DayHours] = Field(default_factory=dict)
     capabilities: Strings = ()

@@ -32,6 +32,7 @@ from forecourt.domain.tenancy import (
     ToolsetName,
     one_or_many,
 )
+from forecourt.domain.urls import WebLink
 
 StrList = Annotated[list[str], BeforeValidator(one_or_many)]
 """A list of strings; a single string is accepted as a list of one."""
@@ -133,7 +134,7 @@ class RooftopSpec(_Spec):
     brands: StrList = Field(default_factory=list, description="Franchised brands (empty for an independent).")
     phones: dict[str, str] = Field(default_factory=dict, description="Phone numbers by department (E.164).")
     email: str | None = Field(default=None, description="Sales e-mail address.")
-    website: str | None = Field(default=None, description="Public website URL.")
+    website: WebLink | None = Field(default=None, description="Public website URL (http or https).")
     hours: HoursSpec = Field(default_factory=HoursSpec, description="Opening hours.")
     capabilities: StrList = Field(
         default_factory=list, description="What it offers: `test_drive`, `financing`, `trade_in`, `service`, ..."

@@ -71,3 +71,67 @@ def _validate(value: str, info: ValidationInfo) -> str:
 
 OutboundUrl = Annotated[str, AfterValidator(_validate)]
 """A URL the server fetches: checked when the record holding it is saved (see the module docstring)."""
+
+
+# ---------------------------------------------------------------------------------------------- published links
+
+LINK_MAX = 2000
+"""The longest link published to buyers and their agents (the common limit of browsers and search engines)."""
+
+
+def link_problem(url: str) -> str | None:
+    """Why ``url`` may not be published as a link that buyers and their agents follow (``None`` when it may).
+
+    A rooftop's website (the agent card's ``provider.url``), a vehicle's photos and its page are shown to anyone: a
+    ``javascript:``, ``data:`` or ``file:`` link there runs or reads something in the viewer's context, and a space
+    or control character splits the link (or a header) in two. No DNS query is made: these links are not fetched.
+    """
+    if len(url) > LINK_MAX:
+        return "too_long"
+    if any(ch.isspace() or not ch.isprintable() for ch in url):
+        return "characters"
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+    except ValueError:
+        return "malformed"
+    if parts.scheme.lower() not in ("http", "https"):
+        return "scheme"
+    if not (parts.hostname or "").rstrip("."):
+        return "no_host"
+    if parts.username is not None or parts.password is not None:
+        return "credentials"
+    return None
+
+
+def _invalid_link(problem: str) -> PydanticCustomError:
+    return PydanticCustomError("invalid_link", "not a public http(s) link ({problem})", {"problem": problem})
+
+
+def _check_link(value: str) -> str:
+    problem = link_problem(value)
+    if problem is not None:
+        raise _invalid_link(problem)
+    return value
+
+
+WebLink = Annotated[str, AfterValidator(_check_link)]
+"""A link published to buyers (a vehicle's photos and page, a tenants file's website): checked whenever the model
+holding it is validated."""
+
+
+def _stored_link(value: str | None, info: ValidationInfo) -> str | None:
+    if value is None:
+        return None
+    problem = link_problem(value)
+    if problem is None:
+        return value
+    if isinstance(info.context, Mapping) and CONTEXT_KEY in info.context:
+        raise _invalid_link(problem)
+    return None  # read back from a store that took it before links were checked: never published
+
+
+StoredLink = Annotated[str | None, AfterValidator(_stored_link)]
+"""A published link of a stored record (a rooftop's website): refused when the record is saved (under
+:func:`save_context`, as :data:`OutboundUrl` is), and dropped, never published, when an older row holding a bad one
+is read back."""
