@@ -73,13 +73,48 @@ def bootstrap_operator_key(settings: Settings) -> str | None:
         return None
 
 
-def announce_operator_key(key: str) -> None:
-    """Print the bootstrap operator key once (stdout, never the logs)."""
-    sys.stdout.write(
-        "\nThis database had no operator key, so one was made. It is shown once; store it now:\n\n"
-        f"    {key}\n\n"
+BOOTSTRAP_KEY_FILE = "bootstrap-operator-key"
+
+
+def bootstrap_key_path() -> Path:
+    """Where the bootstrap operator key is written when standard output is not a terminal: the service's state
+    directory (systemd's ``STATE_DIRECTORY``), else ``var/`` under the working directory."""
+    state = os.environ.get("STATE_DIRECTORY", "").split(":")[0]
+    return Path(state or "var") / BOOTSTRAP_KEY_FILE
+
+
+def announce_operator_key(key: str, *, terminal: bool | None = None) -> None:
+    """Hand the bootstrap operator key to the person starting the server, never to a log.
+
+    On a terminal it is printed once. Otherwise standard output is a log (systemd's journal, a container's log),
+    so the key is written to a file only its owner can read (mode 600, never overwritten), and only the file's
+    path is printed.
+    """
+    if terminal is None:
+        terminal = sys.stdout.isatty()
+    advice = (
         "Use it as `Authorization: Bearer` for the admin API (/admin/v1/...);\n"
         "make more with `forecourt operator create-key --name NAME`.\n\n"
+    )
+    if terminal:
+        sys.stdout.write(
+            "\nThis database had no operator key, so one was made. It is shown once; store it now:\n\n"
+            f"    {key}\n\n" + advice
+        )
+        sys.stdout.flush()
+        return
+    path = bootstrap_key_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        path = path.with_name(f"{BOOTSTRAP_KEY_FILE}-{os.getpid()}")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(key + "\n")
+    sys.stdout.write(
+        f"\nThis database had no operator key, so one was made and written to {path.resolve()} (mode 600):\n"
+        "read it, store it, then delete the file. " + advice
     )
     sys.stdout.flush()
 
