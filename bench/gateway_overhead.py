@@ -31,8 +31,8 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
-from forecourt.actions.base import Action, AdapterResult, ExecutionContext
 from forecourt.bootstrap import build_services
+from forecourt.contract import Action, AdapterResult, ExecutionContext
 from forecourt.domain.tenancy import Company, Dealership, Member, Policy, Profile
 from forecourt.gateway.auth.apikeys import ApiKeyService
 from forecourt.gateway.base import Credentials, Invocation

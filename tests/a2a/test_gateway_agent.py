@@ -77,7 +77,7 @@ class FakeJobs:
         self.canceled: list[str] = []
 
     async def execute(self, payload: Any, context: Any) -> Any:
-        from forecourt.actions.base import AdapterResult
+        from forecourt.contract import AdapterResult
 
         verb = context.action.name.rsplit(".", 1)[1]
         if verb == "create":
@@ -102,7 +102,7 @@ class FakeJobs:
 
 
 def _job_actions(jobs: FakeJobs) -> list[Any]:
-    from forecourt.actions.base import Action
+    from forecourt.contract import Action
 
     schema = {"type": "object"}
     return [

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from forecourt.actions.base import Catalogue, ExecutionContext
 from forecourt.actions.catalogue import register_dealer_actions
+from forecourt.contract import Catalogue, ExecutionContext
 from forecourt.gateway.base import Principal
 from forecourt.settings import Settings
 from forecourt.store import SqlStore, create_engine, upgrade_async

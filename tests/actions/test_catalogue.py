@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from forecourt.actions.base import Action, Catalogue
 from forecourt.actions.catalogue import dealer_actions, dealer_handlers, register_dealer_actions
+from forecourt.contract import Action, Catalogue
 
 EXPECTED_SCOPES = {
     "dealer.information": "amcp:inventory:read",

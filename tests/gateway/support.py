@@ -20,8 +20,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from forecourt.actions.base import Action, ActionType, AdapterResult, ExecutionContext
 from forecourt.bootstrap import Services, create_app
+from forecourt.contract import Action, ActionType, AdapterResult, ExecutionContext
 from forecourt.demo import load_demo
 from forecourt.gateway.auth.apikeys import ApiKeyService
 from forecourt.gateway.backends.memory import MemoryRevocationList

@@ -15,8 +15,8 @@ from typing import Any, NoReturn
 import httpx
 import pytest
 
-from forecourt.actions.base import ExecutionContext
 from forecourt.bootstrap import Services, create_app
+from forecourt.contract import ExecutionContext
 from forecourt.demo import load_demo
 from forecourt.domain.measure import Measure
 from forecourt.domain.money import Money

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from forecourt.actions.base import ExecutionContext
+from forecourt.contract import ExecutionContext
 from forecourt.gateway.credentials import build_credential_broker
 from forecourt.store.base import Store
 

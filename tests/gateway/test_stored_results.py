@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forecourt.actions.base import AdapterResult
+from forecourt.contract import AdapterResult
 from forecourt.gateway.backends.memory import MemoryIdempotencyStore, MemoryResultCache
 from forecourt.gateway.stored_results import StoredResults
 

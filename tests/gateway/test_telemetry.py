@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from forecourt.actions.base import ExecutionContext
+from forecourt.contract import ExecutionContext
 from forecourt.gateway.telemetry import ExportAwareSampler
 from forecourt.logs import JsonFormatter
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from forecourt.actions.base import ExecutionContext
+from forecourt.contract import ExecutionContext
 from forecourt.errors import ForecourtError
 from forecourt.gateway.base import Credentials, Invocation
 from forecourt.store.base import Store

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forecourt.actions.base import Action
+from forecourt.contract import Action
 from gateway.support import BAY, BAY_SJ, HONDA, MOTOR, TOYOTA, Rig
 
 from .support import minimal_payload

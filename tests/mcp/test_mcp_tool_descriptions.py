@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from forecourt.actions.base import Action
 from forecourt.cli.mcp_doc import current_catalogue
+from forecourt.contract import Action
 from forecourt.surfaces.mcp.discovery import FIND_TOOLS_TOOL
 from forecourt.surfaces.mcp.tools import ToolSet, exposed
 from forecourt.surfaces.openapi import self_contained

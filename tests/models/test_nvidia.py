@@ -189,7 +189,7 @@ async def test_a_real_triton_reports_ready(triton_rig):
 
 
 def _adapter_and_context(rig: Rig) -> tuple[Any, Any]:
-    from forecourt.actions.base import ExecutionContext
+    from forecourt.contract import ExecutionContext
     from forecourt.gateway.base import Principal
 
     catalogue = rig.services.catalogue
@@ -209,7 +209,7 @@ def _adapter_and_context(rig: Rig) -> tuple[Any, Any]:
 
 
 async def test_triton_readiness_is_read_from_the_health_endpoint(rig, fakes):
-    from forecourt.actions.base import ExecutionContext
+    from forecourt.contract import ExecutionContext
     from forecourt.gateway.base import Principal
 
     catalogue = rig.services.catalogue

@@ -82,7 +82,7 @@ async def test_the_adapter_streams_pieces_as_an_async_iterator(rig, fakes):
     credential = await rig.gateway.credentials.issue(
         "vertex", "demo-motor-group", rig.gateway.adapter_configs.defaults["vertex"]
     )
-    from forecourt.actions.base import ExecutionContext
+    from forecourt.contract import ExecutionContext
     from forecourt.gateway.base import Principal
 
     ctx = ExecutionContext(
@@ -227,7 +227,7 @@ async def test_vertex_calls_are_audited_with_the_prompt_redacted_by_digest_only(
 async def test_concurrent_calls_share_one_sdk_client_but_each_sends_its_own_token(rig, fakes):
     import asyncio
 
-    from forecourt.actions.base import ExecutionContext
+    from forecourt.contract import ExecutionContext
     from forecourt.gateway.base import IssuedCredential, Principal
 
     catalogue = rig.services.catalogue

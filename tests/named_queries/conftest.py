@@ -14,9 +14,9 @@ from typing import Any
 import asyncpg
 import pytest
 
-from forecourt.actions.base import Catalogue, ExecutionContext
 from forecourt.actions.queries import register_named_queries
 from forecourt.adapters.named_queries import NamedQueryAdapter
+from forecourt.contract import Catalogue, ExecutionContext
 from forecourt.demo import load_demo
 from forecourt.demo.loader import DemoSize
 from forecourt.gateway.base import Principal

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from forecourt.actions.base import Action, AdapterResult, ExecutionContext
 from forecourt.adapters.workflow.errors import RunConflict
 from forecourt.adapters.workflow.repository import WorkflowRepository
+from forecourt.contract import Action, AdapterResult, ExecutionContext
 
 from .bpmn_builder import chain, script, service
 from .conftest import MOTOR, PEPPER, TOYOTA, Rig
@@ -24,7 +24,7 @@ import asyncio, sys
 from pathlib import Path
 import pytest
 
-from forecourt.actions.base import Action, AdapterResult
+from forecourt.contract import Action, AdapterResult
 from forecourt.bootstrap import build_services
 from forecourt.gateway.base import Credentials, Invocation
 from forecourt.settings import Settings

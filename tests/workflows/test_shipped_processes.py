@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from forecourt.actions.base import Action, AdapterResult, ExecutionContext
+from forecourt.contract import Action, AdapterResult, ExecutionContext
 
 from .conftest import DEMO_NOW, TOYOTA, Rig
 
