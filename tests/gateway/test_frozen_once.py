@@ -28,13 +28,15 @@ def test_a_form_that_is_not_an_objects_has_no_entry_to_set() -> None:
 
 
 @pytest.mark.parametrize(
-    ("action", "payload"),
+    ("action", "payload", "key"),
     [
-        ("dealer.information", {"dealership_id": TOYOTA}),
+        ("dealer.information", {"dealership_id": TOYOTA}, "crm"),
+        ("inventory.search", {"dealership_id": TOYOTA, "make": ["Toyota"], "sort": {"field": "year"}}, "crm"),
+        ("inventory.search", {"make": ["Toyota"], "view": "compact"}, "crm_toyota"),  # the dealership from the key
     ],
 )
 async def test_one_call_freezes_its_payload_once(
-    rig: Rig, monkeypatch: pytest.MonkeyPatch, action: str, payload: dict[str, Any]
+    rig: Rig, monkeypatch: pytest.MonkeyPatch, action: str, payload: dict[str, Any], key: str
 ) -> None:
     calls: list[Any] = []
 
@@ -47,6 +49,6 @@ async def test_one_call_freezes_its_payload_once(
             monkeypatch.setattr(module, "frozen", counting)
     for _ in range(2):  # a first call and one that every memo has seen
         calls.clear()
-        response = await rig.call(action, payload)
+        response = await rig.call(action, payload, key=key)
         assert response.status_code == 200
         assert len(calls) == 1

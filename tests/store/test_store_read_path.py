@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError
 
 from forecourt.actions.inventory import CARD_FIELDS
-from forecourt.actions.representations import VEHICLE_REPRESENTATIONS, VehicleReprs, card_repr, vehicle_repr
+from forecourt.actions.representations import CARD_REPRESENTATIONS, VehicleReprs, card_repr, vehicle_repr
 from forecourt.demo import load_demo
 from forecourt.domain.vehicle import InventoryFilters, InventoryQuery
 from forecourt.store import SqlStore, create_engine, upgrade_async
@@ -262,38 +261,35 @@ def test_rows_seen_once_are_not_kept_and_the_kept_ones_are_bounded() -> None:
     assert sum(a is b for a, b in zip(twice, kept, strict=True)) == 2  # the third kept one pushed out the first
 
 
-async def test_a_changed_row_is_built_again_and_its_representation_follows(store: SqlStore) -> None:
+async def test_a_changed_row_is_built_again_and_its_cards_representation_follows(store: SqlStore) -> None:
     await seed_tenancy(store)
     async with store.transaction() as uow:
         await uow.inventory.upsert(vehicle(1))
     query = InventoryQuery(dealership_id=DEALER, filters=InventoryFilters(), offset=0, limit=10)
     for _ in range(2):
         async with store.transaction() as uow:
-            (before,) = (await uow.inventory.search(query)).items
-    repr_before = VEHICLE_REPRESENTATIONS.of([before])[0]
-    assert VEHICLE_REPRESENTATIONS.of([before])[0] is repr_before
+            (before,) = (await uow.inventory.search_cards(query)).items
+    repr_before = CARD_REPRESENTATIONS.of([before])[0]
+    assert CARD_REPRESENTATIONS.of([before])[0] is repr_before
     async with store.transaction() as uow:
         await uow.inventory.upsert(vehicle(1, price=1_234_500))
     async with store.transaction() as uow:
-        (after,) = (await uow.inventory.search(query)).items
+        (after,) = (await uow.inventory.search_cards(query)).items
     assert after is not before
     assert after.price.amount_minor == 1_234_500
-    repr_after = VEHICLE_REPRESENTATIONS.of([after])[0]
+    repr_after = CARD_REPRESENTATIONS.of([after])[0]
     assert repr_after["price"] == {"amount_minor": 1_234_500, "currency": "USD"}
     assert repr_before["price"] != repr_after["price"]
-    assert repr_after == vehicle_repr(after)
+    assert repr_after == card_repr(after)
 
 
-def test_a_vehicles_representation_is_kept_while_the_vehicle_lives_and_goes_with_it() -> None:
-    memo = VehicleReprs()
-    a, b = vehicle(1), vehicle(2)
+def test_a_cards_representation_is_kept_for_that_very_card_and_the_memo_is_bounded() -> None:
+    memo = VehicleReprs(card_repr, "test.card_reprs", size=2)
+    a, b = vehicle(1).card(), vehicle(2).card()
     first = memo.of([a, b])
     assert memo.of([a])[0] is first[0]
-    equal_to_a = vehicle(1)
+    equal_to_a = vehicle(1).card()
     assert memo.of([equal_to_a])[0] is not first[0]  # another object: represented afresh
     assert memo.of([equal_to_a])[0] == first[0]
-    assert len(memo) == 3
-    del a, equal_to_a
-    gc.collect()
-    assert len(memo) == 1
-    assert memo.of([b])[0] is first[1]
+    assert len(memo) == 2
+    assert memo.of([b])[0] is not first[1]  # the least recently used went

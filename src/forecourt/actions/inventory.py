@@ -6,6 +6,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from forecourt import caching
 from forecourt.actions.base import Action, AdapterResult, ExecutionContext, Handler
 from forecourt.actions.common import (
     ID,
@@ -27,7 +28,6 @@ from forecourt.actions.common import (
 )
 from forecourt.actions.representations import (
     CARD_REPRESENTATIONS,
-    VEHICLE_REPRESENTATIONS,
     dealership_repr,
     vehicle_repr,
 )
@@ -219,28 +219,34 @@ def build_query(
     )
 
 
-_QUERIES: dict[tuple[str, Hashable, int, int], InventoryQuery] = {}  # by dealership, frozen payload, offset, limit
-_QUERIES_KEPT = 4096
+_QUERIES: caching.Cache[tuple[str, Hashable, int, int], InventoryQuery] = caching.lru(
+    "actions.inventory.queries", 4096
+)  # by dealership, frozen payload, offset, limit
 
 
 def _search_query(
-    dealership_id: str, payload: Mapping[str, Any], offset: int, limit: int, after: tuple[int | str, ...] | None
+    dealership_id: str,
+    payload: Mapping[str, Any],
+    offset: int,
+    limit: int,
+    after: tuple[int | str, ...] | None,
+    form: Hashable | None = None,
 ) -> InventoryQuery:
     """:func:`build_query`, remembered for a payload asked again (the same search repeated, an agent's first page).
 
-    The same (immutable) query each time also makes the store's prepared-statement lookup an identity match. A page
-    after a keyset key (a later page of a search by price, year, mileage or id) is built afresh: its key is new.
+    Remembered by ``form``, the payload as the gateway froze it for the call (else by the payload frozen here, less
+    its cursor: the offset stands for it). The same (immutable) query each time also makes the store's
+    prepared-statement lookup an identity match. A page after a keyset key (a later page of a search by price, year,
+    mileage or id) is built afresh: its key is new.
     """
-    memo = frozen({k: v for k, v in payload.items() if k != "cursor"})  # the offset stands for the cursor
+    memo = form if form is not None else frozen({k: v for k, v in payload.items() if k != "cursor"})
     if memo is None or after is not None:
         return build_query(dealership_id, payload, offset=offset, limit=limit, after=after)
     key = (dealership_id, memo, offset, limit)
     query = _QUERIES.get(key)
     if query is None:
         query = build_query(dealership_id, payload, offset=offset, limit=limit)
-        if len(_QUERIES) >= _QUERIES_KEPT:
-            _QUERIES.clear()
-        _QUERIES[key] = query
+        _QUERIES.put(key, query)
     return query
 
 
@@ -258,15 +264,15 @@ async def inventory_search(payload: Mapping[str, Any], ctx: ExecutionContext) ->
     """One page of matching vehicles, the total (``total_relation``: ``eq`` exact, ``gte`` a lower bound) and
     the next page's cursor (with the page's keyset key, where the sort has one)."""
     dealership_id = require_dealership(ctx)
-    page = open_page(ctx.settings, ctx.action.name, dealership_id, payload, now=ctx.now)
-    query = _search_query(dealership_id, payload, page.offset, page.limit, page.after)
+    page = open_page(ctx.settings, ctx.action.name, dealership_id, payload, now=ctx.now, form=ctx.payload_form)
+    query = _search_query(dealership_id, payload, page.offset, page.limit, page.after, ctx.payload_form)
     async with ctx.store.transaction() as uow:
         if payload.get("view") == "compact":
             found: SearchPage | CardPage = await uow.inventory.search_cards(query)
             items = CARD_REPRESENTATIONS.of(found.items)
         else:
             found = await uow.inventory.search(query)
-            items = VEHICLE_REPRESENTATIONS.of(found.items)
+            items = [vehicle_repr(v) for v in found.items]
     total = found.total
     cursor = next_cursor(ctx.settings, page, len(items), total, after=found.after)
     output = page_output(items, cursor, total)

@@ -13,7 +13,7 @@ store, above ``domain`` only (the import-linter contracts in pyproject.toml; doc
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -130,6 +130,9 @@ class ExecutionContext:
     """The addressed dealership as the gateway resolved it for this call (the same copy its cache key used)."""
     session_id: str | None = None
     """The caller's session (seed 001 envelope ``caller.sessionId``), for runtimes that keep conversation memory."""
+    payload_form: Hashable | None = None
+    """The payload as the gateway froze it once for the call (``domain/frozen.py``): the key of any memo of work done
+    on it (``None``: not frozen, e.g. a handler called directly)."""
 
 
 @dataclass

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from forecourt import caching
 from forecourt.domain.cursor import CursorCodec, query_fingerprint
 from forecourt.domain.frozen import frozen
 from forecourt.errors import InvalidCursor, InvalidParams
@@ -22,18 +23,9 @@ from forecourt.settings import Settings
 _PAGING_KEYS = frozenset({"cursor", "limit", "offset", "dealership_id", "view"})  # view: how items are shown
 
 
-_CODECS: dict[str, CursorCodec] = {}  # by secret: one or two per process
-
-
 def cursor_codec(settings: Settings) -> CursorCodec:
     """The codec every replica shares, keyed by ``settings.cursor_secret``."""
-    secret = settings.cursor_secret.get_secret_value()
-    codec = _CODECS.get(secret)
-    if codec is None:
-        if len(_CODECS) >= 8:
-            _CODECS.clear()
-        codec = _CODECS[secret] = CursorCodec(secret.encode())
-    return codec
+    return CursorCodec(settings.cursor_secret.get_secret_value().encode())
 
 
 def _normalise(value: Any) -> Any:
@@ -52,20 +44,23 @@ def normalise_params(params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _normalise(v) for k, v in sorted(params.items()) if k not in _PAGING_KEYS and v is not None}
 
 
-_KEYS: dict[tuple[str, str | None, Hashable], str] = {}  # query keys by their payload's frozen form
-_KEYS_KEPT = 4096
+_KEYS: caching.Cache[tuple[str, str | None, Hashable], str] = caching.lru("contract.paging.query_keys", 4096)
 
 
-def query_key(action: str, dealership_id: str | None, params: Mapping[str, Any]) -> str:
-    """The digest a cursor is bound to: action, dealership and normalised query parameters."""
-    memo = frozen({k: v for k, v in params.items() if k not in _PAGING_KEYS})
+def query_key(
+    action: str, dealership_id: str | None, params: Mapping[str, Any], *, form: Hashable | None = None
+) -> str:
+    """The digest a cursor is bound to: action, dealership and normalised query parameters.
+
+    Remembered by ``form``, the whole payload frozen (``ExecutionContext.payload_form``), when the caller has it;
+    else by the query part of ``params`` frozen here.
+    """
+    memo = form if form is not None else frozen({k: v for k, v in params.items() if k not in _PAGING_KEYS})
     if memo is not None and (found := _KEYS.get((action, dealership_id, memo))) is not None:
         return found
     key = query_fingerprint(f"{action}|{dealership_id or '-'}", normalise_params(params))
     if memo is not None:
-        if len(_KEYS) >= _KEYS_KEPT:
-            _KEYS.clear()
-        _KEYS[(action, dealership_id, memo)] = key
+        _KEYS.put((action, dealership_id, memo), key)
     return key
 
 
@@ -116,6 +111,7 @@ def open_page(
     payload: Mapping[str, Any],
     *,
     now: datetime | None = None,
+    form: Hashable | None = None,
 ) -> PageRequest:
     """Read ``cursor`` and ``limit`` from a list/search payload.
 
@@ -125,6 +121,7 @@ def open_page(
         dealership_id: The resolved dealership the cursor is bound to.
         payload: The action input; every key but the paging keys is part of the query.
         now: The clock used for cursor expiry (defaults to the system clock).
+        form: ``payload`` frozen, when the caller has it (``ExecutionContext.payload_form``).
 
     Returns:
         The offset and limit of the page asked for, and the keyset key it starts after when the cursor has one.
@@ -133,7 +130,7 @@ def open_page(
         InvalidCursor: The cursor is forged, expired, or belongs to another action, dealership or query.
         InvalidParams: ``limit`` is out of range.
     """
-    key = query_key(action, dealership_id, payload)
+    key = query_key(action, dealership_id, payload, form=form)
     limit = page_limit(settings, payload.get("limit"))
     cursor = payload.get("cursor")
     if cursor is None:

@@ -132,7 +132,8 @@ class CallState:
     """The payload the adapter gets, frozen once (``domain/frozen.py``): the key of the call's validation and
     digest memos (``None``: not frozen yet, or not plain JSON)."""
     audit_form: Hashable | None = None
-    """``inv.payload`` frozen (the same form when the payload is unchanged): the key of the audit record's memos."""
+    """``inv.payload`` frozen: the key of the audit record's memos. The same form when the adapter's payload is the
+    call as sent; frozen apart when the pipeline lifted lone strings into lists (the audit keeps the call as sent)."""
 
     def freeze(self, payload: dict[str, Any]) -> None:
         """Freeze the call's payload once, with ``inv`` the call as addressed (see :attr:`form`)."""

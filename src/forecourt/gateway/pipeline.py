@@ -448,6 +448,7 @@ class Gateway:
             idempotency_key=call.inv.idempotency_key,
             dealership=dealership,
             session_id=call.inv.session_id,
+            payload_form=call.form,
         )
         timeout_s, concurrency = self._limits(action, config)
         bulkhead = self._bulkhead(action.adapter, concurrency)
