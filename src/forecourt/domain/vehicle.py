@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -12,6 +13,7 @@ from forecourt.domain.errors import VinError
 from forecourt.domain.measure import Measure
 from forecourt.domain.money import Money
 from forecourt.domain.timeutil import AwareDatetime
+from forecourt.domain.urls import WebLink
 from forecourt.domain.vin import normalize_vin
 
 
@@ -60,35 +62,60 @@ class VehicleStatus(StrEnum):
         }[self.value]
 
 
+TEXT_LIMITS: Mapping[str, int] = {
+    "stock": 40,
+    "make": 40,
+    "model": 60,
+    "trim": 100,
+    "body": 40,
+    "transmission": 40,
+    "driveline": 40,
+    "fuel": 40,
+    "engine": 100,
+    "exterior_color": 60,
+    "interior_color": 60,
+    "description": 8_000,
+}
+"""The most characters each text field of a vehicle holds. Each is served to anonymous shoppers: a feed once stored
+a 120,000-character trim, and one car's answer was 142 KB."""
+PHOTOS_MAX = 100
+"""The most photos a vehicle has (each a :data:`~forecourt.domain.urls.WebLink`)."""
+PRICE_MAX_MINOR = 10**12
+"""The largest price, MSRP or list price in minor units (ten billion dollars): a larger amount is a typo or an
+attack, and would not fit the database's 64-bit integers."""
+MILEAGE_MAX = 10_000_000
+"""The highest odometer reading (miles or kilometres)."""
+
+
 class Vehicle(BaseModel):
-    """One unit in a dealership's inventory."""
+    """One unit in a dealership's inventory: text within :data:`TEXT_LIMITS`, photos and page http(s) links."""
 
     model_config = ConfigDict(frozen=True)
 
     id: str
     dealership_id: str
     vin: str
-    stock: str
+    stock: str = Field(max_length=TEXT_LIMITS["stock"])
     year: int = Field(ge=1900, le=2100)
-    make: str
-    model: str
-    trim: str = ""
+    make: str = Field(max_length=TEXT_LIMITS["make"])
+    model: str = Field(max_length=TEXT_LIMITS["model"])
+    trim: str = Field(default="", max_length=TEXT_LIMITS["trim"])
     condition: Condition
-    body: str = ""
-    transmission: str = ""
-    driveline: str = ""
-    fuel: str = ""
-    engine: str = ""
-    exterior_color: str = ""
-    interior_color: str = ""
+    body: str = Field(default="", max_length=TEXT_LIMITS["body"])
+    transmission: str = Field(default="", max_length=TEXT_LIMITS["transmission"])
+    driveline: str = Field(default="", max_length=TEXT_LIMITS["driveline"])
+    fuel: str = Field(default="", max_length=TEXT_LIMITS["fuel"])
+    engine: str = Field(default="", max_length=TEXT_LIMITS["engine"])
+    exterior_color: str = Field(default="", max_length=TEXT_LIMITS["exterior_color"])
+    interior_color: str = Field(default="", max_length=TEXT_LIMITS["interior_color"])
     msrp: Money | None = None
     list_price: Money | None = None
     price: Money
     mileage: Measure = Measure(value=0)
     status: VehicleStatus = VehicleStatus.AVAILABLE
-    photos: tuple[str, ...] = ()
-    vdp_url: str | None = None
-    description: str = ""
+    photos: tuple[WebLink, ...] = Field(default=(), max_length=PHOTOS_MAX)
+    vdp_url: WebLink | None = None
+    description: str = Field(default="", max_length=TEXT_LIMITS["description"])
     last_verified_at: AwareDatetime
     created_at: AwareDatetime | None = None
     updated_at: AwareDatetime | None = None
@@ -101,6 +128,20 @@ class Vehicle(BaseModel):
             return normalize_vin(value)
         except VinError as exc:
             raise ValueError(str(exc)) from exc
+
+    @field_validator("price", "msrp", "list_price")
+    @classmethod
+    def _price_in_range(cls, value: Money | None) -> Money | None:
+        if value is not None and abs(value.amount_minor) > PRICE_MAX_MINOR:
+            raise ValueError("larger than any vehicle's price")
+        return value
+
+    @field_validator("mileage")
+    @classmethod
+    def _mileage_in_range(cls, value: Measure) -> Measure:
+        if value.value > MILEAGE_MAX:
+            raise ValueError(f"more than {MILEAGE_MAX:,}")
+        return value
 
     def card(self) -> VehicleCard:
         """What a list shows of this unit."""

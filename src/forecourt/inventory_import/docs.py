@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+from forecourt.domain.vehicle import PHOTOS_MAX, TEXT_LIMITS
 from forecourt.inventory_import.columns import COLUMNS, NOT_STORED
 
 SAMPLE_FEED = """\
@@ -40,7 +41,8 @@ or let Forecourt pull it from the dealer's server on a schedule (below).
 - **CSV** with a header row; the separator (`,`, tab, `;` or `|`) is detected from the header. UTF-8
   (with or without a byte-order mark) is expected; a feed that is not UTF-8 is read as Windows-1252
   (then Latin-1) and the report warns about it. A row with fewer cells than the header is
-  `truncated_row` (last row) or `field_count`; a quote that never closes is `malformed_row`.
+  `truncated_row` (last row) or `field_count`; a quote that never closes is `malformed_row`, and a
+  cell longer than 131,072 characters `field_too_long`.
 - **JSON**: an array of objects, or an object holding the array under `vehicles`, `inventory`,
   `items` or `data`. Prices may be `{"amount": 27995, "currency": "USD"}`, mileage
   `{"value": 12345, "unit": "mi"}`, photos a list. A truncated or malformed document is refused as a
@@ -111,9 +113,11 @@ hold anything a dealer typed, personal data included. The VIN is shown as the fe
 | `missing_field` | a required cell is empty (mileage is required for used and CPO vehicles) |
 | `invalid_vin.<reason>` | the VIN has the wrong length, characters or check digit |
 | `duplicate_vin` | the VIN already appeared on an earlier line (the first one is imported) |
-| `bad_number`, `bad_price`, `bad_date` | a year, mileage, price or date cell is not one |
+| `bad_number`, `bad_price`, `bad_date` | a year, mileage, price or date cell is not one (or is beyond any vehicle's) |
+| `too_long`, `too_many` | a text longer than its field holds, a link over 2,000 characters, more than 100 photos |
+| `bad_url` | a photo or page link that is http(s) but not publishable (credentials, no host, spaces) |
 | `unknown_condition`, `unknown_status`, `unknown_unit` | a word outside the vocabularies above |
-| `truncated_row`, `field_count`, `malformed_row`, `not_an_object` | the row itself is broken |
+| `truncated_row`, `field_count`, `malformed_row`, `field_too_long`, `not_an_object` | the row itself is broken |
 | `invalid_value` | the merged vehicle is invalid (rare: a stored value conflicts) |
 
 Without `--json` the CLI prints the counts and a table of every error; with `--json` it prints the
@@ -169,13 +173,23 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def _accepts(name: str, accepts: str) -> str:
+    """What a column accepts, with the vehicle's limit for it (``too_long`` / ``too_many`` beyond)."""
+    if name in TEXT_LIMITS:
+        return f"{accepts}; at most {TEXT_LIMITS[name]:,} characters"
+    if name == "photo_urls":
+        return f"{accepts}; at most {PHOTOS_MAX} photos"
+    return accepts
+
+
 def render() -> str:
     """The whole of ``docs/import.md``."""
     rows = []
     for column in COLUMNS:
         aliases = ", ".join(f"`{a}`" for a in column.aliases)
         required = "yes" if column.required else ""
-        rows.append(f"| `{column.name}` | {required} | {_cell(column.accepts)} | {_cell(aliases)} |\n")
+        accepts = _accepts(column.name, column.accepts)
+        rows.append(f"| `{column.name}` | {required} | {_cell(accepts)} | {_cell(aliases)} |\n")
     not_stored = ", ".join(f"`{name}`" for name in NOT_STORED)
     return _INTRO + "".join(rows) + _AFTER_TABLE.format(not_stored=not_stored, sample=SAMPLE_FEED)
 

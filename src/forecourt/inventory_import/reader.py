@@ -108,7 +108,8 @@ def read_csv(text: str) -> RawFeed:
     """Records of a CSV (or TSV, ``;`` or ``|`` separated) feed with a header row.
 
     A row with fewer cells than the header is rejected (``truncated_row`` when it is the last row, as when
-    the file was cut off; ``field_count`` otherwise), as is a row whose quoted field never closes.
+    the file was cut off; ``field_count`` otherwise), as is a row whose quoted field never closes
+    (``malformed_row``) or with a cell longer than the CSV reader takes (``field_too_long``).
     """
     first = next((line for line in text.splitlines() if line.strip()), "")
     delimiter = max(_DELIMITERS, key=first.count)
@@ -126,10 +127,8 @@ def read_csv(text: str) -> RawFeed:
             row = next(reader)
         except StopIteration:
             break
-        except csv.Error:
-            at_end = reader.line_num >= text.count("\n") + (0 if text.endswith("\n") else 1)
-            code = "truncated_row" if at_end else "malformed_row"
-            feed.rejected.append(RejectedRow.single(start, code, _CSV_REASONS[code]))
+        except csv.Error as exc:
+            feed.rejected.append(_unreadable_row(text, reader.line_num, start, exc))
             continue
         if "".join(row).strip():
             rows.append((start, row))
@@ -150,7 +149,19 @@ _CSV_REASONS = {
     "truncated_row": "the row is cut off (the file looks truncated)",
     "malformed_row": "the row is not valid CSV (stray quote)",
     "field_count": "the row has a different number of fields than the header",
+    "field_too_long": f"a cell is longer than {csv.field_size_limit():,} characters",
 }
+
+
+def _unreadable_row(text: str, line_num: int, start: int, exc: csv.Error) -> RejectedRow:
+    """The rejection of a row the CSV reader gave up on: a cell over its size limit, a cut-off last row, or a
+    quote that never closes. The reader says which only in its message."""
+    if "field larger than field limit" in str(exc):
+        code = "field_too_long"
+    else:
+        at_end = line_num >= text.count("\n") + (0 if text.endswith("\n") else 1)
+        code = "truncated_row" if at_end else "malformed_row"
+    return RejectedRow.single(start, code, _CSV_REASONS[code])
 
 
 def _shape_problem(row: list[str], width: int, *, last: bool) -> str | None:

@@ -28,8 +28,9 @@ class RejectedRow(BaseModel):
     ``line`` is the physical line where the row starts (CSV, header is line 1) or the 1-based position
     in the JSON array. ``code``, ``field``, ``column``, ``value_class`` and ``reason`` repeat the first of
     ``errors`` (codes are stable: ``invalid_vin.check_digit``, ``missing_field``, ``bad_number``,
-    ``bad_price``, ``duplicate_vin``, ``unknown_condition``, ``unknown_status``, ``truncated_row``,
-    ``field_count``, ``malformed_row``, ``not_an_object``, ``invalid_value``). ``vin`` is the vehicle's
+    ``bad_price``, ``too_long``, ``too_many``, ``bad_url``, ``duplicate_vin``, ``unknown_condition``,
+    ``unknown_status``, ``truncated_row``, ``field_count``, ``malformed_row``, ``field_too_long``,
+    ``not_an_object``, ``invalid_value``). ``vin`` is the vehicle's
     VIN as the feed gave it, when it has one.
     """
 

@@ -14,20 +14,22 @@ from forecourt.inventory_import.errors import FieldError
 from forecourt.inventory_import.reader import RawRecord
 from forecourt.inventory_import.report import RejectedRow, RowError
 from forecourt.inventory_import.values import (
+    bounded_text,
     normalize_vocab,
     parse_condition,
     parse_date,
     parse_distance_unit,
     parse_mileage,
+    parse_page_link,
+    parse_photos,
     parse_price,
     parse_status,
     parse_year,
-    split_photos,
     text,
     value_class,
 )
 
-_TEXT_FIELDS = ("stock", "make", "model", "trim", "exterior_color", "interior_color", "engine", "description")
+_TEXT_FIELDS = ("stock", "trim", "exterior_color", "interior_color", "engine", "description")  # make, model: required
 _VOCAB_FIELDS = ("body", "transmission", "fuel", "driveline")
 
 Parser = Callable[[Any, str, int], Any]
@@ -55,9 +57,14 @@ def _year(value: Any, currency: str, year_max: int) -> int:
     return parse_year(value, year_max)
 
 
-def _text(value: Any, currency: str, year_max: int) -> str:
+def _make(value: Any, currency: str, year_max: int) -> str:
     del currency, year_max
-    return text(value)
+    return bounded_text(value, "make")
+
+
+def _model(value: Any, currency: str, year_max: int) -> str:
+    del currency, year_max
+    return bounded_text(value, "model")
 
 
 def _condition(value: Any, currency: str, year_max: int) -> Condition:
@@ -66,7 +73,7 @@ def _condition(value: Any, currency: str, year_max: int) -> Condition:
 
 
 _REQUIRED: tuple[tuple[str, Parser], ...] = (
-    ("year", _year), ("make", _text), ("model", _text), ("condition", _condition), ("price", _positive_price),
+    ("year", _year), ("make", _make), ("model", _model), ("condition", _condition), ("price", _positive_price),
 )  # fmt: skip
 
 
@@ -113,10 +120,10 @@ def _parse(record: RawRecord, vin: str, currency: str, year_max: int) -> _Row:
     _optional(row, currency)
     for name in _TEXT_FIELDS:
         if name in raw:
-            values[name] = text(raw[name])
+            row.take(name, partial(bounded_text, field=name))
     for name in _VOCAB_FIELDS:
         if name in raw:
-            values[name] = normalize_vocab(name, raw[name])
+            row.take(name, partial(normalize_vocab, name))
     return row
 
 
@@ -142,10 +149,16 @@ def _optional(row: _Row, currency: str) -> None:
         row.take("status", parse_status)
     if "sold_at" in raw and values.get("status") is VehicleStatus.SOLD:
         row.take("sold_at", partial(parse_date, field="sold_at"))
-    if "photo_urls" in raw:
-        row.take("photo_urls", split_photos, "photos")
-    if "vdp_url" in raw and text(raw["vdp_url"]).lower().startswith(("https://", "http://")):
-        values["vdp_url"] = text(raw["vdp_url"])
+    _links(row)
+
+
+def _links(row: _Row) -> None:
+    if "photo_urls" in row.raw:
+        row.take("photo_urls", parse_photos, "photos")
+    if "vdp_url" in row.raw:
+        row.take("vdp_url", parse_page_link)
+        if row.values.get("vdp_url", "") is None:  # not a link: left out, so a stored page stays
+            del row.values["vdp_url"]
 
 
 def parse_record(record: RawRecord, *, currency: str, year_max: int) -> FeedRow | RejectedRow:

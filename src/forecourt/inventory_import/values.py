@@ -10,7 +10,8 @@ from typing import Any
 
 from forecourt.domain.measure import Measure
 from forecourt.domain.money import Money, currency_exponent
-from forecourt.domain.vehicle import Condition, VehicleStatus
+from forecourt.domain.urls import LINK_MAX, link_problem
+from forecourt.domain.vehicle import MILEAGE_MAX, PHOTOS_MAX, PRICE_MAX_MINOR, TEXT_LIMITS, Condition, VehicleStatus
 from forecourt.inventory_import.construct import construct
 from forecourt.inventory_import.errors import FieldError
 
@@ -51,6 +52,8 @@ _VOCAB: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
              (("van",), "van")),
 }  # fmt: skip
 _EXACT_VOCAB: dict[str, dict[str, str]] = {"fuel": {"ev": "electric", "g": "gas"}}
+_CACHED_CELL = 200
+"""Only cells this short are memoised: repeated vocabulary is short, and a memo must not hold a feed's junk."""
 
 
 def text(value: Any) -> str:
@@ -64,14 +67,27 @@ def text(value: Any) -> str:
     return " ".join(str(value).split())
 
 
+def bounded_text(value: Any, field: str) -> str:
+    """A text cell (see :func:`text`) for a vehicle's text ``field``, within its limit.
+
+    Raises:
+        FieldError: ``too_long`` beyond :data:`~forecourt.domain.vehicle.TEXT_LIMITS` for ``field``.
+    """
+    raw = text(value)
+    limit = TEXT_LIMITS[field]
+    if len(raw) > limit:
+        raise FieldError("too_long", field, f"{field} is longer than {limit:,} characters")
+    return raw
+
+
 def parse_price(value: Any, currency: str, field: str = "price") -> Money:
     """A price in major units (``"$27,995.00"``, ``27995``, ``"27995 USD"``) as exact minor units.
 
     Raises:
-        FieldError: ``bad_price`` for text that is not an amount, a negative amount, or more decimals
-            than the currency has.
+        FieldError: ``bad_price`` for text that is not an amount, a negative amount, more decimals
+            than the currency has, or more than :data:`~forecourt.domain.vehicle.PRICE_MAX_MINOR`.
     """
-    if type(value) is str:
+    if type(value) is str and len(value) <= _CACHED_CELL:
         return _parse_text_price(value, currency, field)
     if isinstance(value, dict) and "amount" in value:
         return parse_price(value["amount"], str(value.get("currency") or currency), field)
@@ -96,6 +112,8 @@ def _parse_price(value: Any, currency: str, field: str) -> Money:
     if not _AMOUNT.fullmatch(raw):
         raise FieldError("bad_price", field, f"{field} is not an amount in {currency}")
     amount = Decimal(raw.replace(",", ""))
+    if amount.scaleb(currency_exponent(currency)) > PRICE_MAX_MINOR:
+        raise FieldError("bad_price", field, f"{field} is larger than any vehicle's price")
     if _ISO_CURRENCY.fullmatch(currency):
         scaled = amount.scaleb(currency_exponent(currency))
         if scaled == scaled.to_integral_value():
@@ -151,6 +169,8 @@ def parse_mileage(value: Any, default_unit: str = "mi") -> Measure:
         raise FieldError("bad_number", "mileage", "mileage is not a distance")
     unit = "km" if (match["unit"] or default_unit).lower().startswith("k") else "mi"
     number = Decimal(match["num"].replace(",", ""))
+    if number > MILEAGE_MAX:
+        raise FieldError("bad_number", "mileage", f"mileage is more than {MILEAGE_MAX:,}")
     # The pattern admits only unsigned numbers and the unit is one of the two: nothing left to validate.
     return construct(Measure, {"value": int(number.to_integral_value()), "unit": unit})
 
@@ -208,10 +228,18 @@ def parse_status(value: Any) -> VehicleStatus:
 
 
 def normalize_vocab(field: str, value: Any) -> str:
-    """See :func:`_normalize_vocab`; text cells (the usual case, and highly repetitive in a feed) are memoised."""
-    if type(value) is str:
-        return _normalize_text_vocab(field, value)
-    return _normalize_vocab(field, value)
+    """See :func:`_normalize_vocab`; short text cells (the usual case, and highly repetitive in a feed) are memoised.
+
+    Raises:
+        FieldError: ``too_long`` when the kept text is beyond the field's limit.
+    """
+    if type(value) is str and len(value) <= _CACHED_CELL:
+        found = _normalize_text_vocab(field, value)
+    else:
+        found = _normalize_vocab(field, value)
+    if len(found) > TEXT_LIMITS[field]:
+        raise FieldError("too_long", field, f"{field} is longer than {TEXT_LIMITS[field]:,} characters")
+    return found
 
 
 @lru_cache(maxsize=4096)
@@ -248,6 +276,44 @@ def split_photos(value: Any) -> tuple[str, ...]:
             items = raw.split()
     urls = (item.strip() for item in items)
     return tuple(u for u in urls if u.lower().startswith(("https://", "http://")))
+
+
+def parse_photos(value: Any) -> tuple[str, ...]:
+    """The photos of :func:`split_photos`, each a link that may be published (``javascript:`` and other
+    schemes are left out, as before).
+
+    Raises:
+        FieldError: ``too_many`` beyond :data:`~forecourt.domain.vehicle.PHOTOS_MAX`; ``too_long`` for a link
+            beyond :data:`~forecourt.domain.urls.LINK_MAX` characters; ``bad_url`` for an http(s) link with
+            credentials, no host, spaces or control characters.
+    """
+    photos = split_photos(value)
+    if len(photos) > PHOTOS_MAX:
+        raise FieldError("too_many", "photo_urls", f"more than {PHOTOS_MAX} photos")
+    for photo in photos:
+        _check_link(photo, "photo_urls")
+    return photos
+
+
+def parse_page_link(value: Any) -> str | None:
+    """A vehicle's page (``vdp_url``): an http(s) link, or ``None`` for a cell that is not one (left out, as before).
+
+    Raises:
+        FieldError: as :func:`parse_photos` for a broken http(s) link.
+    """
+    raw = text(value)
+    if not raw.lower().startswith(("https://", "http://")):
+        return None
+    return _check_link(raw, "vdp_url")
+
+
+def _check_link(url: str, field: str) -> str:
+    problem = link_problem(url)
+    if problem == "too_long":
+        raise FieldError("too_long", field, f"a link is longer than {LINK_MAX:,} characters")
+    if problem is not None:
+        raise FieldError("bad_url", field, f"a link is not a public http(s) link ({problem})")
+    return url
 
 
 def _rejoin(pieces: list[str]) -> list[str]:
