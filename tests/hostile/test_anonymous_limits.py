@@ -135,6 +135,7 @@ def test_serve_refuses_a_public_bind_declared_behind_a_proxy_without_trusted_pro
     secrets = {
         "cursor_secret": "Zq7v3Kx9Lm2Pw8Rt5Yb1Nc6Hd4Jf0Gs-",
         "api_key_pepper": "Hy4Tn8Wq2Mc6Vx0Lp3Rk9Bf5Zd7Js1Ga_",
+        "public_base_url": "https://fc.example.com",
     }
     problems = startup_problems(Settings(host="0.0.0.0", behind_proxy=True, **secrets))  # type: ignore[arg-type]
     assert len(problems) == 1

@@ -62,7 +62,7 @@ def _published_values() -> list[str]:
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "10.1.2.3", "127.0.0.1", "localhost", "::1"])
 def test_serving_with_the_published_secrets_is_refused_on_every_bind_naming_the_variables(host: str) -> None:
-    problems = startup_problems(_settings(host=host))
+    problems = startup_problems(_settings(host=host, public_base_url="https://forecourt.example.com"))
     assert len(problems) == 1
     assert "FORECOURT_CURSOR_SECRET" in problems[0]
     assert "FORECOURT_API_KEY_PEPPER" in problems[0]
@@ -88,8 +88,29 @@ def test_short_low_entropy_and_test_looking_secrets_are_refused(weak: str) -> No
 
 
 def test_random_secrets_are_allowed_on_a_public_address() -> None:
-    settings = _settings(host="0.0.0.0", console_session_secret=secrets.token_hex(16), **STRONG)
+    settings = _settings(
+        host="0.0.0.0", public_base_url="https://fc.example.com", console_session_secret=secrets.token_hex(16), **STRONG
+    )
     assert startup_problems(settings) == []
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        {"host": "0.0.0.0"},
+        {"host": "10.1.2.3"},
+        {"host": "127.0.0.1", "behind_proxy": True, "trusted_proxies": ["10.0.0.1"]},
+    ],
+)
+def test_a_server_reached_at_another_address_needs_its_public_base_url(where: dict[str, object]) -> None:
+    problems = startup_problems(_settings(**where, **STRONG))
+    assert len(problems) == 1
+    assert "FORECOURT_PUBLIC_BASE_URL" in problems[0]
+    assert startup_problems(_settings(**where, public_base_url="https://fc.example.com", **STRONG)) == []
+
+
+def test_a_loopback_server_reached_directly_advertises_its_bind_address() -> None:
+    assert startup_problems(_settings(host="127.0.0.1", **STRONG)) == []
 
 
 def test_dev_mode_allows_the_development_secrets_on_loopback_only() -> None:

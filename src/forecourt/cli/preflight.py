@@ -4,7 +4,10 @@ A server refuses to start — on every bind address: a loopback bind behind a pr
 any of its secrets is weak (:func:`forecourt.secret_keys.weakness`: short, low-entropy, or a value published
 in the repository, the built-in development defaults included: anyone can read them in the source; they would
 let a caller forge cursors and console sessions and recompute API-key hashes). ``forecourt serve --dev`` is
-the one way to run with development secrets; it binds loopback only and says so at start. A server declared
+the one way to run with development secrets; it binds loopback only and says so at start. A server that clients
+reach at another address (a public bind, ``FORECOURT_BEHIND_PROXY`` or ``FORECOURT_TRUSTED_PROXIES``) refuses to
+start without ``FORECOURT_PUBLIC_BASE_URL``: its RFC 9728 resource, MCP manifest and OIDC redirect name that URL,
+never the bind address or a client's ``Host``. A server declared
 to run behind a proxy (``FORECOURT_BEHIND_PROXY``) with no ``FORECOURT_TRUSTED_PROXIES`` refuses to start too.
 One line names each variable to set. Without the declaration it only warns (at start, and again at the first
 forwarded request it has to ignore): a server reached directly needs no trusted proxies, and it cannot tell at
@@ -81,12 +84,23 @@ def startup_problems(settings: Settings, *, dev: bool = False) -> list[str]:
             "characters (python3 -c 'import secrets; print(secrets.token_urlsafe(48))'), or run "
             "`forecourt serve --dev` on loopback for development"
         )
+    if not settings.public_base_url and not dev and _reached_elsewhere(settings):
+        problems.append(
+            f"refusing to serve on {settings.host} without FORECOURT_PUBLIC_BASE_URL: clients reach this server at "
+            "another address (a public bind, or a proxy in front), and its OAuth resource metadata, MCP manifest "
+            "and OIDC redirect must name that address; set it to the URL clients use"
+        )
     if settings.behind_proxy and not settings.trusted_proxies and not is_loopback(settings.host):
         problems.append(
             f"refusing to serve on {settings.host} behind a proxy (FORECOURT_BEHIND_PROXY) without "
             "FORECOURT_TRUSTED_PROXIES: set it to the proxies' addresses"
         )
     return problems
+
+
+def _reached_elsewhere(settings: Settings) -> bool:
+    """Whether clients reach this server at an address other than its bind address (RFC 9728's resource)."""
+    return not is_loopback(settings.host) or settings.behind_proxy or bool(settings.trusted_proxies)
 
 
 def startup_warnings(settings: Settings) -> list[str]:
