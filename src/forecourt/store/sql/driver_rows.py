@@ -8,7 +8,8 @@ with that same frozen object, a new or changed row is processed with the column 
 
 A row is kept from its second sighting on (a doorkeeper remembers the hashes of rows seen once), so a
 workload that never repeats a row (a million vehicles searched at random) keeps nothing and pays one hash
-per row; at most ``size`` objects are kept, the oldest dropped first.
+per row; at most ``size`` objects are kept, the least recently used dropped first (``forecourt.caching`` caches named
+``store.driver_rows.*``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any, Generic, TypeVar
 import orjson
 import sqlalchemy as sa
 
+from forecourt import caching
+
 ROW_MEMO_SIZE = 2048
 
 T = TypeVar("T")
@@ -28,14 +31,20 @@ class DriverRows(Generic[T]):
     """The objects of driver rows selecting ``columns``, built by ``build`` from a row's processed values."""
 
     def __init__(
-        self, columns: Sequence[sa.ColumnElement[Any]], build: Callable[[list[Any]], T], size: int = ROW_MEMO_SIZE
+        self,
+        columns: Sequence[sa.ColumnElement[Any]],
+        build: Callable[[list[Any]], T],
+        size: int = ROW_MEMO_SIZE,
+        *,
+        name: str = "store.driver_rows",
     ) -> None:
         self._columns = list(columns)
         self._make = build
-        self._size = size
-        self._built: dict[int, tuple[tuple[Any, ...], T]] = {}  # by the row's hash; oldest first
-        self._seen: dict[int, None] = {}  # hashes of rows seen once
-        self._processors: dict[int, tuple[sa.Dialect, list[Any]]] = {}
+        self._built: caching.Cache[int, tuple[tuple[Any, ...], T]] = caching.lru(name, size)  # by the row's hash
+        self._seen: caching.Cache[int, bool] = caching.lru(f"{name}.seen", 4 * size)  # hashes of rows seen once
+        self._processors: caching.HeldMemo[sa.Dialect, list[Any]] = caching.HeldMemo(
+            f"{name}.processors", 8, self._processors_of
+        )
 
     def from_result(self, result: sa.CursorResult[Any], dialect: sa.Dialect) -> list[T]:
         """The objects of ``result`` (a statement selecting the columns), which it consumes and closes."""
@@ -61,27 +70,20 @@ class DriverRows(Generic[T]):
                 out.append(entry[1])
                 continue
             made = self._build(row, dialect)
-            if h in seen:
-                seen.pop(h, None)
-                built[h] = (key, made)
-                if len(built) > self._size:
-                    built.pop(next(iter(built), h), None)
+            if seen.pop(h) is not None:
+                built.put(h, (key, made))
             else:
-                seen[h] = None
-                if len(seen) > 4 * self._size:
-                    seen.clear()
+                seen.put(h, True)
             out.append(made)
         return out
 
+    def _processors_of(self, dialect: sa.Dialect) -> list[Any]:
+        procs = [(i, c.type.dialect_impl(dialect).result_processor(dialect, None)) for i, c in enumerate(self._columns)]
+        return [(i, proc) for i, proc in procs if proc is not None]
+
     def _build(self, row: Sequence[Any], dialect: sa.Dialect) -> T:
-        entry = self._processors.get(id(dialect))
-        if entry is None or entry[0] is not dialect:
-            procs = [
-                (i, c.type.dialect_impl(dialect).result_processor(dialect, None)) for i, c in enumerate(self._columns)
-            ]
-            entry = self._processors[id(dialect)] = (dialect, [(i, proc) for i, proc in procs if proc is not None])
         values = list(row)
-        for i, proc in entry[1]:  # the few typed columns (timestamps, JSON); the rest are the driver's values
+        for i, proc in self._processors(dialect):  # the few typed columns (timestamps, JSON); the rest as the driver's
             if values[i] is not None:
                 values[i] = proc(values[i])
         return self._make(values)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
+from forecourt import caching
 from forecourt.domain.events import ChangeEvent, ChangeType, ResourceType
 from forecourt.domain.measure import Measure
 from forecourt.domain.money import Money
@@ -183,13 +183,13 @@ def _card_from_values(values: Sequence[Any]) -> VehicleCard:
     )
 
 
-DRIVER_ROWS: DriverRows[Vehicle] = DriverRows(_SELECT_COLUMNS, _vehicle_from_values)
+DRIVER_ROWS: DriverRows[Vehicle] = DriverRows(_SELECT_COLUMNS, _vehicle_from_values, name="store.driver_rows.vehicles")
 """The process's memo of built vehicles (searches in every unit of work share it)."""
 
-CARD_ROWS: DriverRows[VehicleCard] = DriverRows(_CARD_COLUMNS, _card_from_values)
+CARD_ROWS: DriverRows[VehicleCard] = DriverRows(_CARD_COLUMNS, _card_from_values, name="store.driver_rows.cards")
 """The process's memo of built vehicle cards (compact searches)."""
 
-PREPARED_SEARCHES = PreparedReads()
+PREPARED_SEARCHES = PreparedReads(name="store.prepared_searches")
 """The driver statements (page, count) of searches asked for more than once, on inline SQLite reads."""
 
 
@@ -211,9 +211,28 @@ def _event(vehicle: Vehicle, change: ChangeType, at: datetime) -> ChangeEvent:
     )
 
 
-@functools.lru_cache(maxsize=256)
+_STATEMENTS: caching.Cache[tuple[InventoryQuery, bool], tuple[sa.Select[Any], sa.Select[Any]]] = caching.lru(
+    "store.search_statements", 256
+)
+
+
 def search_statements(query: InventoryQuery, cards: bool = False) -> tuple[sa.Select[Any], sa.Select[Any]]:
-    """The page and count statements of ``query`` (a frozen, hashable value), built once per distinct query.
+    """:func:`build_search_statements`, remembered for the last 256 distinct queries (``store.search_statements``).
+
+    A query that cannot be hashed (built without validation, it may hold lists) is built afresh.
+    """
+    try:
+        found = _STATEMENTS.get((query, cards))
+    except TypeError:
+        return build_search_statements(query, cards)
+    if found is None:
+        found = build_search_statements(query, cards)
+        _STATEMENTS.put((query, cards), found)
+    return found
+
+
+def build_search_statements(query: InventoryQuery, cards: bool = False) -> tuple[sa.Select[Any], sa.Select[Any]]:
+    """The page and count statements of ``query`` (a frozen, hashable value).
 
     ``cards``: the page selects a card's columns only (a compact search), else the whole vehicle's.
 
@@ -289,10 +308,7 @@ class SqlInventoryRepository:
             page_sql, count_sql = prepared
             items = rows.from_rows(inline.driver_rows(page_sql), inline.dialect)
         else:
-            try:
-                page, count = search_statements(query, cards)
-            except TypeError:  # a query built without validation may hold lists: unhashable, so built afresh
-                page, count = search_statements.__wrapped__(query, cards)
+            page, count = search_statements(query, cards)
             items = rows.from_result(await conn.execute(page), conn.dialect)
         if len(items) < query.limit and (items or query.offset == 0):
             return items, query.offset + len(items), True  # the last page: nothing more to count

@@ -10,7 +10,7 @@ the unit of work's own DBAPI connection (same transaction, same snapshot).
 The SQL is compiled from the repository's own SQLAlchemy statement (``store/sql/search.py`` stays the one
 home of the filter rules); only what the driver is handed changes. A read seen once goes SQLAlchemy's
 way (its structural statement cache suits queries that never repeat); from its second sighting on it is
-prepared, and at most ``size`` are kept, the oldest dropped first. Only positional-parameter dialects
+prepared, and at most ``size`` are kept, the least recently used dropped first. Only positional-parameter dialects
 (SQLite's ``qmark``) are prepared; the driver's errors are raised as SQLAlchemy's, as its own path would.
 """
 
@@ -24,6 +24,8 @@ import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
+
+from forecourt import caching
 
 PREPARED_SIZE = 256
 
@@ -58,10 +60,11 @@ def driver_statement(statement: ClauseElement, dialect: sa.Dialect) -> DriverSta
 class PreparedReads:
     """Driver statements of reads asked for more than once, by a hashable key of the read (e.g. its query)."""
 
-    def __init__(self, size: int = PREPARED_SIZE) -> None:
-        self._size = size
-        self._prepared: dict[Hashable, tuple[sa.Dialect, tuple[DriverStatement, ...]]] = {}  # oldest first
-        self._seen: dict[Hashable, None] = {}
+    def __init__(self, size: int = PREPARED_SIZE, *, name: str = "store.prepared_reads") -> None:
+        self._prepared: caching.Cache[Hashable, tuple[sa.Dialect, tuple[DriverStatement, ...]]] = caching.lru(
+            name, size
+        )
+        self._seen: caching.Cache[Hashable, bool] = caching.lru(f"{name}.seen", 4 * size)
 
     def get(
         self, key: Hashable, dialect: sa.Dialect, statements: Callable[[], Sequence[ClauseElement]]
@@ -73,19 +76,14 @@ class PreparedReads:
             return None
         if entry is not None and entry[0] is dialect:
             return entry[1]
-        if key not in self._seen:
-            self._seen[key] = None
-            if len(self._seen) > 4 * self._size:
-                self._seen.clear()
+        if self._seen.pop(key) is None:
+            self._seen.put(key, True)
             return None
         prepared = [driver_statement(s, dialect) for s in statements()]
         if any(p is None for p in prepared):
             return None
         kept = tuple(p for p in prepared if p is not None)
-        self._seen.pop(key, None)
-        self._prepared[key] = (dialect, kept)
-        if len(self._prepared) > self._size:
-            self._prepared.pop(next(iter(self._prepared), key), None)
+        self._prepared.put(key, (dialect, kept))
         return kept
 
     def __len__(self) -> int:
