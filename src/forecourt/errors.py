@@ -37,6 +37,7 @@ PII, no SQL, no provider internals. Errors live here, or in one ``errors.py`` of
       FeedFetchFailed  [inventory_import.errors]
       Forbidden
         ApprovalRejected
+        SelfDecision
         CsrfRejected
         InsufficientScope
         OperatorNotAllowed  [adapters.workflow.errors]
