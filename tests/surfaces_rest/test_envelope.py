@@ -11,7 +11,6 @@ import orjson
 import pytest
 
 from forecourt.gateway.base import Outcome
-from forecourt.surfaces.encoded import EncodedOutputs
 from forecourt.surfaces.envelope import AuditInfo, ResponseEnvelope, Result, Status
 from forecourt.surfaces.rest import RestSurface
 from gateway.support import BAY, MOTOR, TOYOTA, Rig, agent_id, envelope, error_code
@@ -193,7 +192,6 @@ def _model_body(surface: RestSurface, request_id: str, outcome: Outcome) -> dict
 @pytest.mark.parametrize("cached", [False, True])
 def test_the_envelope_written_from_plain_json_is_the_models_own(cached: bool) -> None:
     surface = RestSurface.__new__(RestSurface)
-    surface.encoded = EncodedOutputs()
     output = {"items": [{"id": "v1", "price": {"amount_minor": 2_500_000, "currency": "USD"}, "sold_at": None}]}
     outcome = Outcome(
         action="inventory.search",
@@ -216,7 +214,6 @@ def test_the_envelope_written_from_plain_json_is_the_models_own(cached: bool) ->
 
 def test_an_output_that_is_not_plain_json_is_written_by_the_model() -> None:
     surface = RestSurface.__new__(RestSurface)
-    surface.encoded = EncodedOutputs()
     odd = Outcome(action="a", result_type="t", output={"at": datetime(2026, 11, 24, tzinfo=UTC)}, cached=True)
     assert surface._success_bytes("r", odd) is None
     huge = Outcome(action="a", result_type="t", output={"n": 2**70})

@@ -17,7 +17,7 @@ from forecourt.errors import ForecourtError, InternalError, InvalidRequest
 from forecourt.gateway.base import Invocation, Outcome
 from forecourt.gateway.pipeline import Gateway
 from forecourt.settings import Settings
-from forecourt.surfaces.encoded import EncodedOutputs, plain_json
+from forecourt.surfaces.encoded import plain_json
 from forecourt.surfaces.envelope import AuditInfo, RequestEnvelope, ResponseEnvelope, Result, Status
 from forecourt.surfaces.http_util import credentials_from_request, read_json
 
@@ -54,7 +54,6 @@ class RestSurface:
     def __init__(self, gateway: Gateway, settings: Settings) -> None:
         self.gateway = gateway
         self.settings = settings
-        self.encoded = EncodedOutputs()
 
     def routes(self) -> list[Route]:
         """Starlette routes of this front door."""
@@ -103,7 +102,7 @@ class RestSurface:
         The same fields in the same order as the :class:`ResponseEnvelope` below writes them; an output or metadata
         that is not plain JSON goes through that model instead.
         """
-        output = self.encoded.of(outcome.output, cached=outcome.cached)
+        output = plain_json(outcome.output)
         metadata = plain_json(outcome.metadata)
         if output is None or metadata is None:
             return None

@@ -15,8 +15,8 @@ messages itself:
 - the skill runs through :meth:`AapExecutor.invoke_skill`, the code the SDK's executor runs (one home); an
   error answers the AAP error the endpoint wrapper writes for the SDK's path;
 - the answer is the SDK's: ``{"result": {"message": {messageId, contextId, role: ROLE_AGENT, parts: [{data,
-  mediaType}]}}}``, numbers as the wrapper normalises them (integral doubles as integers); a cached output's
-  JSON is encoded once (:mod:`forecourt.surfaces.encoded`).
+  mediaType}]}}}``, numbers as the wrapper normalises them (integral doubles as integers), the output's JSON
+  written by :func:`forecourt.surfaces.encoded.plain_json`.
 
 Anything else (another method, a task id, metadata, extensions, a push config, several parts, a body that
 does not parse) goes to the SDK unchanged, so every other answer and error keeps the SDK's wording.
@@ -39,7 +39,7 @@ from forecourt.gateway.auth.asgi import credentials_from_scope
 from forecourt.gateway.pipeline import Gateway
 from forecourt.surfaces.a2a.errors import to_aap_error
 from forecourt.surfaces.a2a.executor import AapExecutor, skill_for
-from forecourt.surfaces.encoded import EncodedOutputs
+from forecourt.surfaces.encoded import plain_json
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,6 @@ class DirectSends:
     def __init__(self, gateway: Gateway, executor: AapExecutor) -> None:
         self.gateway = gateway
         self.executor = executor
-        self.encoded = EncodedOutputs(prepare=normalise_numbers)
         self.answered = 0
         """Messages answered here (the rest went to the SDK); for tests and diagnostics."""
 
@@ -148,7 +147,7 @@ class DirectSends:
         except Exception:  # top of the surface: nothing internal leaves it
             logger.exception("unhandled error on the A2A direct path")
             return _error(send.rpc_id, InternalError())
-        data = self.encoded.of(outcome.output, cached=outcome.cached)
+        data = plain_json(normalise_numbers(outcome.output))
         if data is None:  # not plain JSON: written as the MCP door writes such values
             data = orjson.dumps(normalise_numbers(outcome.output), default=str, option=orjson.OPT_NON_STR_KEYS)
         head = orjson.dumps({"jsonrpc": "2.0", "id": send.rpc_id})

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -33,6 +32,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
+from forecourt import caching
 from forecourt.surfaces.mcp.direct import DirectCalls
 from forecourt.surfaces.mcp.http import (
     COMPANY_KEY,
@@ -77,21 +77,20 @@ class _Issuers:
     def __init__(self, gateway: Gateway, settings: Settings) -> None:
         self.gateway = gateway
         self.settings = settings
-        self._cached: dict[str, tuple[float, list[str] | None]] = {}
+        self._cached: caching.Cache[str, tuple[list[str] | None]] = caching.lru(
+            "surfaces.mcp.company_issuers", 4096, max_age_s=ISSUER_TTL_S
+        )
 
     def shared(self) -> list[str]:
         return list(self.settings.mcp_authorization_servers)
 
     async def of_company(self, company_id: str) -> list[str] | None:
         """The company's issuers (``None`` when there is no such company)."""
-        now = time.monotonic()
-        hit = self._cached.get(company_id)
-        if hit is not None and hit[0] > now:
-            return hit[1]
+        hit = self._cached.get(company_id)  # (issuers,): a company that does not exist is remembered too
+        if hit is not None:
+            return hit[0]
         issuers = await self.gateway.tenancy.company_issuers(company_id)
-        if len(self._cached) > 10_000:
-            self._cached.clear()
-        self._cached[company_id] = (now + ISSUER_TTL_S, issuers)
+        self._cached.put(company_id, (issuers,))
         return issuers
 
 

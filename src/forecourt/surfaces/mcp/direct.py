@@ -50,8 +50,6 @@ logger = logging.getLogger(__name__)
 _INTERNAL_ERROR = -32603
 _PROGRESS_KEY = "progressToken"
 _JSON_HEADERS = [(b"content-type", b"application/json")]
-_ACCEPTS_KEPT = 256  # Accept headers remembered (clients send one or two kinds), each at most _ACCEPT_MEMO_CHARS
-_ACCEPT_MEMO_CHARS = 256
 
 
 @dataclass(frozen=True)
@@ -84,7 +82,6 @@ class DirectCalls:
         self.app = app
         self.surface = surface
         self.max_body_bytes = max_body_bytes
-        self._accepts: dict[str, tuple[bool, bool]] = {}  # what each Accept header seen allows (JSON, SSE)
         self.answered = 0
         """Calls answered here (the rest went to the SDK); for tests and diagnostics."""
 
@@ -94,15 +91,7 @@ class DirectCalls:
             await self.app(scope, receive, send)
             return
         request = Request(scope)
-        accept = request.headers.get("accept", "")
-        accepted = self._accepts.get(accept)
-        if accepted is None:
-            accepted = check_accept_headers(request)
-            if len(accept) <= _ACCEPT_MEMO_CHARS:
-                if len(self._accepts) >= _ACCEPTS_KEPT:
-                    self._accepts.clear()
-                self._accepts[accept] = accepted
-        has_json, has_sse = accepted
+        has_json, has_sse = check_accept_headers(request)
         content_type = request.headers.get("content-type", "")
         if not (has_json and has_sse) or not content_type.lower().startswith("application/json"):
             await self.app(scope, receive, send)
@@ -189,7 +178,7 @@ class DirectCalls:
             status = ERROR_CODE_HTTP_STATUS.get(_INTERNAL_ERROR, 200) if call.modern else 200
             await _send_json(send, status, {"jsonrpc": "2.0", "id": call.request_id, "error": error})
             return
-        body = self.surface.rendered.encoded(result, call.modern, self._encode_result)
+        body = self._encode_result(result, call.modern)
         try:
             request_id = orjson.dumps(call.request_id)
         except TypeError:  # an integer id past 64 bits

@@ -31,6 +31,7 @@ from mcp.shared.inbound import X_MCP_HEADER_KEY as X_MCP_HEADER
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from forecourt import caching
 from forecourt.actions.toolsets import NameMode, name_mode, offered
 from forecourt.contract import Action
 from forecourt.domain.tenancy import Member
@@ -46,7 +47,6 @@ from forecourt.surfaces.mcp.federation.handlers import Federation
 from forecourt.surfaces.mcp.handshake import DESCRIPTION, INSTRUCTIONS, NAME, TITLE, server_version
 from forecourt.surfaces.mcp.http import CALLER_KEY, Caller
 from forecourt.surfaces.mcp.manifest import manifest
-from forecourt.surfaces.mcp.rendered import RenderedResults
 from forecourt.surfaces.mcp.sessions import SubscriptionRegistry
 from forecourt.surfaces.mcp.subscriptions import SubscriptionRelay
 from forecourt.surfaces.mcp.tools import (
@@ -86,6 +86,12 @@ def _offset(cursor: str | None) -> int:
     raise MCPError(types.INVALID_PARAMS, "Invalid cursor.", {"code": "invalid_cursor"})
 
 
+_binds_headers: caching.HeldMemo[dict[str, Any], bool] = caching.HeldMemo(
+    "surfaces.mcp.header_bound_schemas", 1024, lambda schema: X_MCP_HEADER in json.dumps(schema)
+)
+"""Whether a tool's input schema declares an ``x-mcp-header`` property (by the schema object, held)."""
+
+
 class McpSurface:
     """The MCP front door.
 
@@ -111,7 +117,6 @@ class McpSurface:
         self.catalogue = gateway.catalogue
         self.toolset = ToolSet(gateway.catalogue)
         self.loaded = LoadedTools()
-        self._header_annotated: dict[str, bool] = {}
         self._server_info: dict[str, Any] | None = None
         self.relay = SubscriptionRelay(dispatcher)
         self.listener = ListenHandler(self.relay.bus, max_subscriptions=4096)
@@ -119,7 +124,6 @@ class McpSurface:
         self.legacy_registry: SubscriptionRegistry | None = None
         """Where legacy HTTP sessions' subscriptions live (set by the HTTP app; ``None`` for stdio)."""
         self.max_result_bytes = settings.mcp_max_result_bytes
-        self.rendered = RenderedResults()
         self.federation = Federation(self, hub) if hub is not None else None
         federated = self.federation
         self.watching = Watching(self)
@@ -241,10 +245,7 @@ class McpSurface:
         if action is None:
             return None
         schema = self.toolset.tool(action).input_schema
-        annotated = self._header_annotated.get(name)
-        if annotated is None:
-            annotated = self._header_annotated[name] = X_MCP_HEADER in json.dumps(schema)
-        return schema if annotated else None
+        return schema if _binds_headers(schema) else None
 
     def direct_action(self, name: str) -> Action | None:
         """The action of tool ``name`` when a call of it needs nothing of the SDK's transport (see :mod:`.direct`).
@@ -403,13 +404,9 @@ class McpSurface:
 
         try:
             outcome = await invoke(arguments)
-            if outcome.cached and (hit := self.rendered.get(outcome.output, action.name, view, modern)) is not None:
-                return hit
             result = success_result(action, outcome.output, max_bytes=self.max_result_bytes, view=view, modern=modern)
             if result is None:
                 result = await self._fit(invoke, action, arguments, outcome.output, view=view, modern=modern)
-            elif outcome.cached:
-                self.rendered.keep(outcome.output, action.name, view, modern, result)
         except ForecourtError as exc:
             return error_wire(exc)
         return result

@@ -25,6 +25,7 @@ import mcp_types as types
 import orjson
 from mcp import MCPError
 
+from forecourt import caching
 from forecourt.actions.toolsets import NameMode, llm_name, llm_names
 from forecourt.contract import Action, Catalogue
 from forecourt.errors import ForecourtError
@@ -101,7 +102,9 @@ class ToolSet:
 
     def __init__(self, catalogue: Catalogue) -> None:
         self.catalogue = catalogue
-        self._tools: dict[tuple[str, NameMode], tuple[Action, types.Tool]] = {}
+        self._tools: caching.Cache[tuple[str, NameMode], tuple[Action, types.Tool]] = caching.lru(
+            "surfaces.mcp.tools", 4096
+        )
         self._by_tool: dict[str, str] = {}
         self._llm: dict[str, str] = {}
         self._aap_type: dict[str, str] = {}
@@ -163,7 +166,7 @@ class ToolSet:
             output_schema=output_schema_for(action),
             annotations=annotations_for(action),
         )
-        self._tools[(action.name, mode)] = (action, tool)
+        self._tools.put((action.name, mode), (action, tool))
         return tool
 
     def tools(self, actions: Iterable[Action], mode: NameMode = "canonical") -> list[types.Tool]:
