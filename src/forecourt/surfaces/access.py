@@ -25,6 +25,7 @@ from prometheus_client import Counter, Histogram
 from starlette.routing import BaseRoute, Mount, compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from forecourt import caching
 from forecourt.gateway.telemetry import REQUEST_NOTE, Metrics, RequestNote
 from forecourt.lifecycle import Drain, SseStream
 
@@ -95,9 +96,11 @@ class AccessMiddleware:
         self.drain = drain
         self.log = log
         self.templates = _Templates(routes)
-        self._counters: dict[tuple[str, int], Counter] = {}
-        self._histograms: dict[str, Histogram] = {}
-        self._doors: dict[str, str] = {}
+        # A request's door and series by its route template and status, looked up once: prometheus-client's
+        # ``labels`` checks its arguments and takes a lock every time.
+        self._series: caching.Cache[tuple[str, int], tuple[str, Counter, Histogram]] = caching.lru(
+            "surfaces.access.series", 1024
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -144,16 +147,14 @@ class AccessMiddleware:
 
     def _record(self, scope: Scope, status: int, duration: float, note: RequestNote) -> None:
         template = self.templates.template(scope)
-        door = self._doors.get(template)
-        if door is None:
-            door = self._doors[template] = door_of(template)
-        counter = self._counters.get((door, status))
-        if counter is None:
-            counter = self._counters[(door, status)] = self.metrics.http_requests.labels(door, str(status))
+        series = self._series.get((template, status))
+        if series is None:
+            door = door_of(template)
+            counted = self.metrics.http_requests.labels(door, str(status))
+            series = (door, counted, self.metrics.http_duration.labels(door))
+            self._series.put((template, status), series)
+        door, counter, histogram = series
         counter.inc()
-        histogram = self._histograms.get(door)
-        if histogram is None:
-            histogram = self._histograms[door] = self.metrics.http_duration.labels(door)
         histogram.observe(duration)
         if self.log and access_logger.isEnabledFor(logging.INFO):
             method = scope.get("method", "-")
