@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator
@@ -207,6 +208,20 @@ async def test_a_retried_lead_replays_the_first_answer_on_every_door(front: Any,
     assert again.ok, again.code
     assert again.output["data"]["lead_id"] == first.output["data"]["lead_id"]
     assert again.output == first.output
+
+
+async def test_a_lead_whose_email_hides_a_mail_header_is_refused_on_every_door_and_nothing_is_written(
+    front: Any, rig: Any
+) -> None:
+    _, keys, db = rig
+    marker = f"hdr{uuid.uuid4().hex[:8]}"
+    lead = _lead(f"contract-{front.name}-{marker}")
+    lead["customer"] = {**lead["customer"], "email": f"ana@example.com\r\nBcc: {marker}@example.net"}
+    answer: Answer = await front.call("aap.lead.submit", lead, dealership_id=TOYOTA, key=keys["crm"])
+    assert answer.code == "invalid_params"
+    with sqlite3.connect(db) as conn:
+        written = conn.execute("SELECT count(*) FROM customers WHERE email LIKE ?", (f"%{marker}%",)).fetchone()[0]
+    assert written == 0
 
 
 async def test_a_skill_shares_the_rate_limit_of_its_dealer_action_on_every_door(front: Any, rig: Any) -> None:

@@ -29,7 +29,7 @@ from forecourt.actions.adf import render_adf
 from forecourt.actions.common import new_id
 from forecourt.actions.crm_mail import queue_mail_deliveries
 from forecourt.actions.lead_rules import lead_fingerprint, normalise_email, normalise_phone, vehicle_key
-from forecourt.domain.people import Channel, ConsentGrant, Customer, Lead, LeadStatus
+from forecourt.domain.people import Channel, ConsentGrant, Customer, Lead, LeadStatus, email_problem
 from forecourt.domain.service import Appointment, AppointmentKind, AppointmentStatus
 from forecourt.domain.tenancy import Dealership
 from forecourt.domain.timeutil import parse_rfc3339
@@ -39,6 +39,7 @@ from forecourt.errors import (
     DealershipNotFound,
     IdempotencyConflict,
     InvalidConsent,
+    InvalidParams,
     VehicleNotFound,
     VehicleUnavailable,
 )
@@ -160,6 +161,24 @@ def _same_person(customer: Customer, request: LeadRequest) -> bool:
         return False
     last, given = norm(customer.last_name), norm(request.last_name)
     return last == given or not last or not given
+
+
+def checked_email(address: str | None) -> str | None:
+    """The lead's e-mail address, normalised, when :func:`~forecourt.domain.people.email_problem` finds none.
+
+    Every door's schema says ``format: email``, which only asks for an ``@``: an address with a CR/LF and a
+    ``Bcc:`` header was accepted, stored and handed to CRMs. The answer names the field and the rule, never the
+    address.
+
+    Raises:
+        InvalidParams: at ``/customer/email`` (AAP: ``SCHEMA_VALIDATION_FAILED``).
+    """
+    email = normalise_email(address)
+    problem = email_problem(email) if email is not None else None
+    if problem is not None:
+        where = {"path": "/customer/email", "rule": "format", "expected": "email", "problem": problem}
+        raise InvalidParams("customer.email is not an e-mail address.", details={"errors": [where]})
+    return email
 
 
 async def match_customer(
@@ -318,13 +337,14 @@ async def intake_lead(
         caller: The calling member (recorded as the source agent when the request names none).
 
     Raises:
+        InvalidParams: the e-mail address is not one (``/customer/email``; see :func:`checked_email`).
         VehicleNotFound, VehicleUnavailable, InvalidConsent, ConsentRequired, IdempotencyConflict,
         AapAppointmentUnavailable: as the rules decide.
     """
+    email, phone = checked_email(request.email), normalise_phone(request.phone)
     dealer = await uow.tenancy.get_dealership(dealership_id)
     if dealer is None:
         raise DealershipNotFound()
-    email, phone = normalise_email(request.email), normalise_phone(request.phone)
     vehicle = await resolve_vehicle(uow, dealer.id, request.interest)
     fingerprint = lead_fingerprint(
         dealer.id, email, phone, vehicle_key(vehicle.id if vehicle else None, request.interest)

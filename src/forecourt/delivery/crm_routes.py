@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from forecourt.delivery.errors import MailRouteNotFound
 from forecourt.domain.feeds import CrmMailRoute
+from forecourt.domain.people import email_problem
 from forecourt.domain.timeutil import utcnow
 from forecourt.errors import DealershipNotFound, InvalidParams
 from forecourt.netguard import check_url_async
@@ -48,10 +49,9 @@ async def set_mail_route(store: Store, settings: Settings, values: dict[str, Any
         route = CrmMailRoute.model_validate(values)
     except ValidationError as exc:
         raise InvalidParams(details={"field": _field_of(exc)}) from exc
-    for address in (*route.recipients, route.sender):
-        local, _, domain = address.partition("@")
-        if not local or "." not in domain or any(c.isspace() for c in address):
-            raise InvalidParams("Not an e-mail address.", details={"field": "recipients"})
+    for field, address in [*(("recipients", r) for r in route.recipients), ("sender", route.sender)]:
+        if email_problem(address) is not None:  # the rule every address Forecourt writes to is held to
+            raise InvalidParams("Not an e-mail address.", details={"field": field})
     if route.password is not None and not (route.password.env or route.password.file):
         raise InvalidParams(details={"field": "password"})
     await check_url_async(f"https://{route.host}:{route.port}/", allow_private=settings.allow_private_targets)

@@ -9,6 +9,47 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from forecourt.domain.timeutil import AwareDatetime
 
+EMAIL_MAX = 254
+"""The longest e-mail address (RFC 5321's path limit, less its angle brackets)."""
+_LOCAL_MAX = 64
+_LOCAL_SYMBOLS = frozenset("!#$%&'*+/=?^_`{|}~.-")
+
+
+def email_problem(address: str) -> str | None:
+    """Why ``address`` is not an e-mail address Forecourt keeps or writes (``None`` when it is one).
+
+    Strict on purpose, without a dependency: no control character or space anywhere (a CR/LF in an address ends
+    a mail header and starts another, ``Bcc:`` included), exactly one ``@``, an unquoted local part of letters,
+    digits and RFC 5322's symbols with no leading, trailing or double dot (at most 64), a domain of at least two
+    labels of letters, digits and inner hyphens (internationalised names allowed) whose last is not a number, and
+    at most 254 characters in all. Quoted local parts and address literals (``user@[10.0.0.1]``) are refused.
+    """
+    if len(address) > EMAIL_MAX:
+        return "too_long"
+    if any(ch.isspace() or not ch.isprintable() for ch in address):
+        return "characters"
+    local, at, domain = address.partition("@")
+    if not at or "@" in domain:
+        return "at_sign"
+    if not _local_part_ok(local):
+        return "local_part"
+    labels = domain.split(".")
+    if len(labels) < 2 or labels[-1].isdigit() or not all(_label_ok(label) for label in labels):
+        return "domain"
+    return None
+
+
+def _local_part_ok(local: str) -> bool:
+    if not local or len(local) > _LOCAL_MAX or local[0] == "." or local[-1] == "." or ".." in local:
+        return False
+    return all(ch.isalnum() or ch in _LOCAL_SYMBOLS for ch in local)
+
+
+def _label_ok(label: str) -> bool:
+    if not 1 <= len(label) <= 63 or label[0] == "-" or label[-1] == "-":
+        return False
+    return all(ch.isalnum() or ch == "-" for ch in label)
+
 
 class Channel(StrEnum):
     """Contact channels a customer can consent to."""
