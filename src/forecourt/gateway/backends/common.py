@@ -8,7 +8,6 @@ digit. One value per key is stored: the theoretical arrival time (TAT) of the ne
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import time
@@ -33,7 +32,6 @@ def ttl_ms(ttl_s: float) -> int:
     return max(1, math.ceil(ttl_s * 1000))
 
 
-@functools.lru_cache(maxsize=1024)
 def emission_interval_us(limit: int, window_s: float) -> int:
     """Microseconds one call "costs"; rounded up so a window never admits more than ``limit`` calls."""
     if limit < 1:
