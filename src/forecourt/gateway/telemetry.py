@@ -309,7 +309,9 @@ class _TracerCachingProvider(TracerProvider):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._tracer_cache: dict[tuple[str, str | None, str | None], trace.Tracer] = {}
+        self._tracer_cache: caching.Cache[tuple[str, str | None, str | None], trace.Tracer] = caching.lru(
+            "gateway.telemetry.tracers", 256
+        )
 
     def get_tracer(
         self,
@@ -325,7 +327,7 @@ class _TracerCachingProvider(TracerProvider):
         tracer = self._tracer_cache.get(key)
         if tracer is None:
             tracer = super().get_tracer(instrumenting_module_name, instrumenting_library_version, schema_url)
-            self._tracer_cache[key] = tracer
+            self._tracer_cache.put(key, tracer)
         return tracer
 
 

@@ -33,6 +33,7 @@ from google.auth import exceptions as google_exceptions
 from google.auth import transport as google_transport
 from google.auth.credentials import Credentials as GoogleCredentials
 
+from forecourt import caching
 from forecourt.contract.errors import CredentialUnavailable
 from forecourt.contract.secrets import read_secret
 from forecourt.domain.timeutil import utcnow
@@ -126,7 +127,7 @@ class GoogleCredentialProvider:
         self._request = HttpxRequest(self._http)
         self._margin = timedelta(seconds=refresh_margin_s)
         self._now = now
-        self._slots: dict[str, _Slot] = {}
+        self._slots: caching.Cache[str, _Slot] = caching.lru("gateway.credentials.google_slots", 256)
         self.exchange = DownscopedExchange()
 
     def close(self) -> None:
@@ -160,7 +161,7 @@ class GoogleCredentialProvider:
         slot = self._slots.get(key)
         if slot is None:
             slot = _Slot(credentials=self._build(config, scopes))
-            self._slots[key] = slot
+            self._slots.put(key, slot)
         return slot
 
     def _fresh_enough(self, creds: GoogleCredentials) -> bool:
@@ -170,7 +171,7 @@ class GoogleCredentialProvider:
     def rejected(self, adapter_id: str, config: Mapping[str, Any], credential: IssuedCredential) -> None:
         """A runtime refused this token before its expiry (revoked, or the clock was off): refresh it next time."""
         del config
-        for slot in self._slots.values():
+        for slot in filter(None, map(self._slots.peek, self._slots)):
             if credential.value and slot.credentials.token == credential.value:
                 slot.refused = credential.value
                 logger.info("a runtime refused the Google access token of adapter %s; it will be refreshed", adapter_id)
