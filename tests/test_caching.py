@@ -135,3 +135,31 @@ def test_the_counts_of_every_cache_become_prometheus_series_per_cache() -> None:
     assert f'forecourt_process_cache_misses_total{{cache="{name}"}} 1.0' in text
     assert f'forecourt_process_cache_evictions_total{{cache="{name}"}} 1.0' in text
     assert f'forecourt_process_cache_entries{{cache="{name}"}} 1.0' in text
+
+
+def test_peek_reads_an_entry_whatever_its_age_without_counting() -> None:
+    name, clock = _name(), FakeClock()
+    cache = caching.lru(name, 4, max_age_s=1.0, clock=clock)
+    cache.put("k", "v")
+    clock.now += 5.0
+    assert (cache.peek("k"), cache.peek("other"), list(cache)) == ("v", None, ["k"])
+    assert (_info(name).hits, _info(name).misses) == (0, 0)
+
+
+def test_timed_misses_measure_the_cpu_until_the_value_is_put_and_sampled_hits_count_as_misses() -> None:
+    name = _name()
+    cache = caching.lru(name, 64)
+    caching.time_misses(True, sample=1.0)  # every hit answered as a miss too
+    try:
+        assert cache.get("k") is None
+        sum(range(20_000))  # the work a miss pays for
+        cache.put("k", 1)
+        assert cache.get("k") is None  # sampled: the caller computes it again
+        cache.put("k", 1)
+        costs = caching.miss_costs()[name]
+    finally:
+        caching.time_misses(False)
+    assert len(costs) == 2
+    assert costs[0] > 0
+    assert cache.get("k") == 1
+    assert name not in caching.miss_costs()

@@ -14,7 +14,8 @@ only), so the store, the actions, the gateway and the surfaces all make their ca
 - Counts are kept per name (all caches of a name together: several gateways in one process each have theirs):
   hits, misses, evictions (for size or age) and entries; :func:`snapshot` reads them (``gateway/telemetry`` turns
   them into ``forecourt_process_cache_*`` series), :func:`clear_all` empties every cache (the tests' one switch),
-  and :func:`disable` makes named caches miss every time (what ``bench/mixed.py`` measures a cache's gain with).
+  and :func:`disable` makes named caches miss every time, :func:`time_misses` times what each miss costs until the
+  value it lacked is put (what ``bench/mixed.py`` measures a cache's gain with).
 
 The caches are plain ``OrderedDict``s behind a few lines rather than ``cachetools`` (which the lock has): side by
 side on this machine its LRU hit cost about what a hit here costs (0.5-1.1 µs against 0.6), its TTL hit 6 to 10
@@ -23,6 +24,7 @@ times as much (3.8-6.4 µs), and the hot path reads aging caches on every call.
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 import weakref
@@ -31,7 +33,18 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-__all__ = ["Cache", "CacheInfo", "HeldMemo", "clear_all", "disable", "enable_all", "lru", "snapshot"]
+__all__ = [
+    "Cache",
+    "CacheInfo",
+    "HeldMemo",
+    "clear_all",
+    "disable",
+    "enable_all",
+    "lru",
+    "miss_costs",
+    "snapshot",
+    "time_misses",
+]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -81,6 +94,7 @@ class _Family:
         self.counts = _Counts()
         self.members: weakref.WeakSet[_Clearable] = weakref.WeakSet()
         self.disabled = False
+        self.miss_costs: list[float] = []
 
 
 class _Clearable:
@@ -92,12 +106,16 @@ class _Clearable:
     def _switch(self, on: bool) -> None:
         raise NotImplementedError
 
+    def _time(self, on: bool, sample: float) -> None:
+        raise NotImplementedError
+
     def __len__(self) -> int:
         raise NotImplementedError
 
 
 _FAMILIES: dict[str, _Family] = {}
 _LOCK = threading.Lock()
+_TIMED_KEPT = 100_000  # miss costs kept per name while timing
 
 
 def _join(name: str, member: _Clearable, size: int, max_age_s: float | None) -> _Family:
@@ -215,6 +233,34 @@ class Cache(_Clearable, Generic[K, V]):
         self.get = get  # type: ignore[method-assign]
         self.put = put  # type: ignore[method-assign]
 
+    def _time(self, on: bool, sample: float) -> None:
+        self.__dict__.pop("get", None)
+        self.__dict__.pop("put", None)
+        if not on:
+            return
+        plain_get, plain_put = self.get, self.put
+        waiting: dict[K, float] = {}
+        costs = self._family.miss_costs
+        draw = random.Random(len(self.name)).random  # noqa: S311 - which hits are timed: no secret
+
+        def get(key: K, default: V | None = None) -> V | None:
+            value = plain_get(key, _MISSING)
+            if value is _MISSING or draw() < sample:
+                if len(waiting) > _TIMED_KEPT:
+                    waiting.clear()
+                waiting[key] = time.thread_time()
+                return default
+            return value
+
+        def put(key: K, value: V, *, max_age_s: float | None = None) -> None:
+            started = waiting.pop(key, None)
+            if started is not None and len(costs) < _TIMED_KEPT:
+                costs.append(time.thread_time() - started)
+            plain_put(key, value, max_age_s=max_age_s)
+
+        self.get = get  # type: ignore[method-assign]
+        self.put = put  # type: ignore[method-assign]
+
 
 def lru(name: str, size: int, *, max_age_s: float | None = None, clock: Clock = time.monotonic) -> Cache[Any, Any]:
     """A new :class:`Cache` named ``name`` (see the module docstring)."""
@@ -296,3 +342,24 @@ def enable_all() -> None:
             family.disabled = False
             for member in list(family.members):
                 member._switch(True)
+
+
+def time_misses(on: bool, *, sample: float = 0.0) -> None:
+    """Time each miss until the value it lacked is put (``on``), or stop; the costs timed so far are dropped.
+
+    ``sample``: the share of hits answered as misses too (so a cache that always hits is timed in a warm process;
+    its caller computes the value again and puts it back). The time is the CPU time of the thread that missed (other
+    processes on a busy machine do not count). For benchmarks only: run one call at a time, as a miss's time includes
+    whatever else its thread runs before the put. A timed cache costs a little more on every lookup.
+    """
+    with _LOCK:
+        for family in _FAMILIES.values():
+            family.miss_costs.clear()
+            for member in list(family.members):
+                member._time(on, sample)
+
+
+def miss_costs() -> dict[str, list[float]]:
+    """The CPU seconds each timed miss took, by cache name (see :func:`time_misses`)."""
+    with _LOCK:
+        return {name: list(family.miss_costs) for name, family in _FAMILIES.items() if family.miss_costs}
