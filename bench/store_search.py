@@ -5,12 +5,19 @@ PostgreSQL, batched executemany on SQLite), then times searches through ``SqlSto
 the gateway runs them (``--path transaction`` for the async engine's transactions instead): 20 results,
 typical filters, sorted by price; once without and once with facets. Prints p50/p99 latencies in milliseconds as JSON.
 
+``--queries cheapest`` asks what ``../shared/peers/fair.sh`` asks: the 20 cheapest vehicles of each rooftop in turn,
+no filter (``--page N``: the Nth page of them, reached with the previous page's keyset key where the code has one,
+else by offset). ``--explain`` prints the plans of that search's page and count statements, as the store compiles
+them, and exits.
+
 Examples::
 
     .venv/bin/python bench/store_search.py --database-url sqlite+aiosqlite:///var/bench/store.db \\
         --vehicles 1000000 --dealerships 1000 --searches 2000
     .venv/bin/python bench/store_search.py --database-url postgresql+asyncpg://postgres@127.0.0.1/bench \\
         --vehicles 1000000 --dealerships 1000 --searches 2000
+    .venv/bin/python bench/store_search.py --database-url sqlite+aiosqlite:///var/bench/fair.db \\
+        --vehicles 100000 --dealerships 50 --searches 2000 --queries cheapest --view compact   # 2,000 a rooftop
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from forecourt.domain.tenancy import Company, Dealership, Profile
 from forecourt.domain.vehicle import Condition, InventoryFilters, InventoryQuery, SortField, Vehicle, VehicleStatus
 from forecourt.domain.vin import with_check_digit
 from forecourt.store import SqlStore, create_engine, upgrade_async
-from forecourt.store.sql.inventory import vehicle_row
+from forecourt.store.sql.inventory import search_statements, vehicle_row
 from forecourt.store.sql.tables import vehicles
 
 CATALOGUE: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
@@ -200,6 +207,60 @@ def typical_query(rng: random.Random, dealers: list[str]) -> InventoryQuery:
     )
 
 
+async def cheapest_queries(store: SqlStore, dealers: list[str], args: argparse.Namespace) -> list[InventoryQuery]:
+    """fair.sh's search, rooftop after rooftop: the 20 cheapest, no filter; page ``args.page`` of them.
+
+    A later page starts after the previous page's keyset key where the store answers one (``after``), else at its
+    offset (the code before keyset pages).
+    """
+    queries = []
+    for i in range(args.searches):
+        query = InventoryQuery(dealership_id=dealers[i % len(dealers)], sort=SortField.PRICE, limit=20)
+        if args.page > 1:
+            before = query.model_copy(update={"offset": (args.page - 2) * 20})
+            async with store.read() as uow:
+                previous = await uow.inventory.search_cards(before)
+            after = getattr(previous, "after", None)
+            update: dict[str, Any] = {"offset": (args.page - 1) * 20}
+            if after is not None:
+                update["after"] = after
+            query = query.model_copy(update=update)
+        queries.append(query)
+    return queries
+
+
+async def explain(store: SqlStore, query: InventoryQuery) -> str:
+    """The plans of ``query``'s page (compact) and count statements, as the store compiles them for this database."""
+    out = []
+    async with store.engine.connect() as conn:
+        for name, statement in zip(("page", "count"), search_statements(query, True), strict=True):
+            sql = str(statement.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+            if conn.dialect.name == "sqlite":
+                rows = (await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}")).all()
+                lines = [f"{row[0]:>3} {row[1]:>3} {row[3]}" for row in rows]
+            else:
+                rows = (await conn.exec_driver_sql(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) {sql}")).all()
+                lines = [str(row[0]) for row in rows]
+            out += [f"-- {name}: {sql}", *lines, ""]
+    return "\n".join(out)
+
+
+async def server_times(store: SqlStore, queries: list[InventoryQuery]) -> dict[str, dict[str, float]]:
+    """PostgreSQL: each query's page and count statements' own execution time (``EXPLAIN ANALYZE``), in ms.
+
+    The database's share of a search, without the client's and the loaded machine's noise around it.
+    """
+    samples: dict[str, list[float]] = {"page": [], "count": []}
+    async with store.engine.connect() as conn:
+        for query in queries:
+            for name, statement in zip(("page", "count"), search_statements(query, True), strict=True):
+                sql = str(statement.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+                found = (await conn.exec_driver_sql(f"EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) {sql}")).scalar_one()
+                plan = json.loads(found) if isinstance(found, str) else found
+                samples[name].append(float(plan[0]["Execution Time"]))
+    return {name: percentiles(values) for name, values in samples.items()}
+
+
 def percentiles(samples: list[float]) -> dict[str, float]:
     """p50, p90, p99 and max, in milliseconds."""
     ordered = sorted(samples)
@@ -247,11 +308,22 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             raise SystemExit(f"database holds {existing} vehicles, not {args.vehicles}; use an empty database")
         rng = random.Random(args.seed + 1)
         dealers = dealership_ids(args.dealerships)
-        queries = [typical_query(rng, dealers) for _ in range(args.searches)]
+        if args.queries == "cheapest" or args.explain:
+            queries = await cheapest_queries(store, dealers, args)
+        else:
+            queries = [typical_query(rng, dealers) for _ in range(args.searches)]
+        if args.explain:
+            return {"plans": await explain(store, queries[min(7, len(queries) - 1)])}
+        if args.server_times:
+            await server_times(store, queries)  # warm
+            return {"backend": store.engine.dialect.name, "server_ms": await server_times(store, queries)}
         how = {"path": args.path, "view": args.view}
-        await measure(store, queries, with_facets=True, **how)  # warm the caches: steady state is reported
+        facets = args.queries == "typical"  # fair.sh's search asks for no facets
+        await measure(store, queries, with_facets=facets, **how)  # warm the caches: steady state is reported
         plain = await measure(store, queries, with_facets=False, **how)
-        faceted = await measure(store, queries, with_facets=True, **how)
+        faceted = await measure(store, queries, with_facets=True, **how) if facets else None
+        async with store.read() as uow:
+            sample = await uow.inventory.search_cards(queries[0])
     finally:
         await store.close()
     return {
@@ -261,6 +333,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "searches": args.searches,
         "path": args.path,
         "view": args.view,
+        "queries": args.queries,
+        "page": args.page,
+        "first_total": [sample.total, "exact" if getattr(sample, "total_exact", True) else "at least"],
         "load_seconds": None if load_s is None else round(load_s, 1),
         "search": plain,
         "search_with_facets": faceted,
@@ -290,8 +365,27 @@ def main() -> None:
         default="full",
         help="whole vehicles, or cards (the MCP tool's default view)",
     )
+    parser.add_argument(
+        "--queries",
+        choices=["typical", "cheapest"],
+        default="typical",
+        help="typical: the buyer-agent mix; cheapest: fair.sh's 20 cheapest of each rooftop in turn, no filter",
+    )
+    parser.add_argument("--page", type=int, default=1, help="with --queries cheapest: which page of 20 to ask for")
+    parser.add_argument(
+        "--explain", action="store_true", help="print the plans of the cheapest-20 search (page and count) and exit"
+    )
+    parser.add_argument(
+        "--server-times",
+        action="store_true",
+        help="PostgreSQL: print the page and count statements' execution times (EXPLAIN ANALYZE) and exit",
+    )
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(run(args)), indent=2))
+    result = asyncio.run(run(args))
+    if "plans" in result:
+        print(result["plans"])
+        return
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":
