@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -103,6 +104,43 @@ async def test_a_temporary_refusal_is_retried_with_backoff_and_the_retry_is_the_
     [done] = await _deliveries(store, "lead_2")
     assert (done.status, done.attempts) == ("delivered", 2)
     assert [m["Message-ID"] for m in mail_server.messages] == [f"<{done.id}@dealer.example>"]
+
+
+class _KilledAfterSending:
+    """A mailer whose worker dies (``kill -9``) right after the server took the message, before it is recorded."""
+
+    def __init__(self, mailer: SmtpSender) -> None:
+        self.mailer = mailer
+
+    async def send(self, route: Any, message: Any) -> Any:
+        await self.mailer.send(route, message)
+        raise asyncio.CancelledError
+
+
+async def test_a_delivery_resent_after_its_worker_died_is_the_same_message_with_the_same_key(
+    store: SqlStore, mail_server: MailServer, worker: tuple[DeliveryWorker, Clock]
+) -> None:
+    """Delivery is at least once: the CRM inbox sees the message twice and de-duplicates on its key."""
+    await set_mail_route(store, SETTINGS, _route(mail_server, recipients=(INBOXES[0],)))
+    async with store.transaction() as uow:
+        assert await queue_mail_deliveries(uow, "lead_3", DEALER, ADF, T0) == 1
+    run, clock = worker
+    assert run.mailer is not None
+    dying = DeliveryWorker(store, SETTINGS, run.poster, mailer=_KilledAfterSending(run.mailer),  # type: ignore[arg-type]
+                           clock=clock, jitter=lambda: 0.0)  # fmt: skip
+    with pytest.raises(asyncio.CancelledError):
+        await dying.run_once()
+    [leased] = await _deliveries(store, "lead_3")
+    assert (leased.status, leased.attempts) == ("retrying", 1)  # never recorded as delivered
+    clock.now = leased.next_attempt_at + timedelta(seconds=1)  # the lease ran out
+    assert await run.run_once() == 1
+    [done] = await _deliveries(store, "lead_3")
+    assert (done.status, done.attempts) == ("delivered", 2)
+    first, second = mail_server.messages
+    for header in ("Message-ID", "Idempotency-Key", "X-Forecourt-Delivery-Id"):
+        assert first[header] == second[header], header
+    assert first["Idempotency-Key"] == done.id
+    assert first["Message-ID"] == f"<{done.id}@dealer.example>"
 
 
 async def test_a_refused_login_fails_the_delivery_without_retrying(

@@ -2,7 +2,9 @@
 
 One message per inbox and delivery: the ADF document is the plain-text body (what CRM e-mail parsers
 read), the ``Message-ID`` is derived from the delivery id, so a retried delivery is the same message to
-a CRM that de-duplicates on it, and ``X-Forecourt-Delivery-Id`` carries the id as the HTTP posts do.
+a CRM that de-duplicates on it, and ``Idempotency-Key`` and ``X-Forecourt-Delivery-Id`` carry the id as the
+HTTP posts do. Delivery is at least once (a worker killed after the server took a message sends it again
+after its lease): these are what a receiver de-duplicates on.
 The subject names the lead id only, never the customer. The mail server passes the SSRF guard before
 every attempt; STARTTLS (default) or implicit TLS verify the server's certificate (a private CA can be
 named per route); the password is read at send time from where the route says it is (an environment
@@ -41,6 +43,7 @@ def adf_message(route: CrmMailRoute, recipient: str, delivery_id: str, lead_id: 
     message["Date"] = formatdate(localtime=False, usegmt=True)
     domain = route.sender.rsplit("@", 1)[-1] or "forecourt.invalid"
     message["Message-ID"] = f"<{delivery_id}@{domain}>"
+    message["Idempotency-Key"] = delivery_id
     message["X-Forecourt-Delivery-Id"] = delivery_id
     message["X-Mailer"] = USER_AGENT
     message.set_content(adf, subtype="plain", charset="utf-8")
