@@ -170,6 +170,10 @@ forecourt export-tenants --profile lonestar > tenants.yaml   # the current state
   apply is audited like any call), or an operator key over the wire (`POST /mcp/admin.tenants.apply` with
   `{"payload": {"document": {...}, "dry_run": true}}`).
 - **Wherever a list of strings is expected, one string is accepted** (`brands: Toyota`).
+- **Plain YAML only.** The file is UTF-8, at most 2 MiB, nested at most 32 levels, with no value over 65,536
+  characters; anchors, aliases (`&a`, `*a`) and merge keys (`<<`) are refused, and so is a key given twice in one
+  mapping (a second `profile:` would otherwise silently replace the first). Each refusal names its line and
+  column and applies nothing.
 
 ## An operator's first day
 
