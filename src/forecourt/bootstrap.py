@@ -160,7 +160,9 @@ def build_services(settings: Settings, *, store: Store | None = None, serving: b
         )
     )
     catalogue = built.catalogue
-    authenticator = build_authenticator(settings, store, backends.revocations, backends.authority)
+    authenticator = build_authenticator(
+        settings, store, backends.revocations, backends.authority, rate_limiter=backends.rate_limiter
+    )
     # One set of generations per process: the outbox dispatcher moves them on, the gateway keys its cache by them.
     generations = ChangeGenerations(
         stale_after_s=max(2.0, 20 * settings.events_poll_interval_s), registry=metrics.registry

@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     rate_member_per_minute: int = 6_000
     rate_action_per_minute: int = 3_000
     rate_anonymous_per_minute: int = 600
+    auth_failures_per_minute: int = 20
+    """Failed authentications (wrong or unknown keys, tokens, console sign-ins) one client address may make per
+    minute before its credentials are refused unchecked (0: unlimited)."""
     cache_enabled: bool = True
     cache_local_ttl_s: float = 2.0
     """With Redis: how long a replica keeps its own copy of a shared cache entry (0 = always ask Redis)."""

@@ -13,11 +13,12 @@ import logging
 from forecourt.errors import Unauthorized
 from forecourt.gateway.auth.apikeys import ApiKeyAuthenticator, looks_like_api_key
 from forecourt.gateway.auth.common import MemberDirectory, TenancySource
+from forecourt.gateway.auth.guesses import GuessThrottle
 from forecourt.gateway.auth.jwt import JwksCache, OidcAuthenticator, looks_like_jwt
 from forecourt.gateway.auth.mtls import MtlsAuthenticator
 from forecourt.gateway.auth.operator import OperatorKeys, looks_like_operator_key
 from forecourt.gateway.backends.authority import AuthorityGenerations
-from forecourt.gateway.base import Authenticator, Credentials, Principal, RevocationList
+from forecourt.gateway.base import Authenticator, Credentials, Principal, RateLimiter, RevocationList
 from forecourt.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ class CompositeAuthenticator:
         mtls: MtlsAuthenticator | Authenticator | None = None,
         jwks: JwksCache | None = None,
         operator_keys: Authenticator | None = None,
+        guesses: GuessThrottle | None = None,
     ) -> None:
         """Create the composite; any of the three may be left out (that kind of credential is then refused).
 
@@ -43,12 +45,14 @@ class CompositeAuthenticator:
             mtls: Verifies client certificates (server-verified or forwarded by a trusted proxy).
             jwks: A JWKS cache to close with :meth:`aclose`.
             operator_keys: Verifies ``fco_...`` operator keys.
+            guesses: Counts failed authentications per client address and refuses a client over its limit.
         """
         self._api_keys = api_keys
         self._oidc = oidc
         self._mtls = mtls
         self._jwks = jwks
         self._operator_keys = operator_keys
+        self.guesses = guesses
 
     async def aclose(self) -> None:
         """Close the JWKS cache's HTTP client (call on shutdown)."""
@@ -70,6 +74,16 @@ class CompositeAuthenticator:
             Unauthorized: Nothing presented authenticates the caller (``auth.unauthorized``).
             Expired: The credential presented has expired (``auth.expired``).
         """
+        if self.guesses is None:
+            return await self._verify(credentials, company_hint)
+        self.guesses.refuse_if_blocked(credentials)
+        try:
+            return await self._verify(credentials, company_hint)
+        except Unauthorized:
+            await self.guesses.failed(credentials)
+            raise
+
+    async def _verify(self, credentials: Credentials, company_hint: str | None) -> Principal:
         principal = await self._bearer(credentials, company_hint)
         if principal is None and self._mtls is not None:
             principal = await self._mtls.authenticate(credentials, company_hint)
@@ -102,6 +116,7 @@ def build_authenticator(
     store: TenancySource,
     revocations: RevocationList,
     authority: AuthorityGenerations | None = None,
+    rate_limiter: RateLimiter | None = None,
 ) -> CompositeAuthenticator:
     """The gateway's authenticator, configured from ``settings``.
 
@@ -114,6 +129,7 @@ def build_authenticator(
         store: The store (companies, members, API keys).
         revocations: The shared API key revocation list.
         authority: The companies' authority generations (a change to a member or key is seen by the next call).
+        rate_limiter: Where failed authentications are counted per client address (``None``: not throttled).
 
     Returns:
         The composite authenticator (call :meth:`CompositeAuthenticator.aclose` on shutdown).
@@ -126,4 +142,5 @@ def build_authenticator(
         mtls=MtlsAuthenticator(store, trusted_proxies=settings.trusted_proxies, directory=directory),
         jwks=jwks,
         operator_keys=OperatorKeys(store, settings.api_key_pepper),
+        guesses=GuessThrottle(rate_limiter, settings.auth_failures_per_minute) if rate_limiter is not None else None,
     )

@@ -18,7 +18,7 @@ import httpx
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from forecourt.errors import ForecourtError, UnsafeTarget
+from forecourt.errors import ForecourtError, RateLimited, UnsafeTarget
 from forecourt.gateway.base import Credentials, Invocation
 from forecourt.netguard import check_url_async
 from forecourt.surfaces.console.core import SECURITY_HEADERS, ConsoleCore, same_origin
@@ -56,9 +56,18 @@ class AuthViews:
         key = str(form.get("api_key", "")).strip()
         if not key or len(key) > 4096:
             return self._form("Enter an API key.", 400)
+        try:  # a client over its failed sign-ins is refused before any key is compared
+            self.core.refuse_guesser(credentials_from_request(request))
+        except RateLimited as exc:
+            return self._throttled(exc)
         if await self.core.is_operator_credential(key):
             return await self._start(request, Session("operator", key, None, None, "Platform operator"))
         return await self._with_token(request, "key", key)
+
+    def _throttled(self, exc: RateLimited) -> Response:
+        response = self._form("Too many failed sign-ins from this address; try again in a minute.", 429)
+        response.headers.update(exc.headers)
+        return response
 
     async def _with_token(self, request: Request, kind: str, token: str) -> Response:
         inv = Invocation(
@@ -69,6 +78,8 @@ class AuthViews:
         )
         try:
             outcome = await self.core.gateway.invoke(inv)
+        except RateLimited as exc:
+            return self._throttled(exc)
         except ForecourtError as exc:
             message = "That key cannot administer a company." if exc.http_status == 403 else "Sign-in failed."
             return self._form(f"{message} ({exc.code})", 401 if exc.http_status == 401 else 403)

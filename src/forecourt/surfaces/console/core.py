@@ -173,6 +173,12 @@ class ConsoleCore:
             return None
         return session
 
+    def refuse_guesser(self, credentials: Credentials) -> None:
+        """Raise ``RateLimited`` while the client is over its failed sign-ins (``gateway/auth/guesses.py``)."""
+        guesses = getattr(self.gateway.authenticator, "guesses", None)
+        if guesses is not None:
+            guesses.refuse_if_blocked(credentials)
+
     async def is_operator_credential(self, key: str | None) -> bool:
         """Whether ``key`` is the configured console operator key or a live operator key (``forecourt operator
         create-key``, or the bootstrap one)."""
