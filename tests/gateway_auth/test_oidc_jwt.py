@@ -314,3 +314,42 @@ async def test_a_token_for_a_retired_kid_is_refused_once_the_issuer_drops_it(sto
     clock.advance(3600)  # past the key set's TTL: the next verification reads the rotated set
     assert await auth.authenticate(Credentials(bearer=token(new, "new")), None)
     assert await refusal(auth, token(old, "old")) == "auth.unauthorized"
+
+
+async def test_a_token_not_valid_yet_is_refused_beyond_the_leeway(store, cache, jwks):
+    key = pki.rsa_key()
+    jwks.publish("k1", key)
+    later = int(time.time()) + 3600
+    bearer = token(key, "k1", nbf=later, iat=later, exp=later + 300)
+    assert await refusal(OidcAuthenticator(store, cache), bearer) in ("auth.unauthorized", "auth.expired")
+
+
+async def test_the_hmac_secret_confusion_with_the_public_key_as_secret_is_refused(store, cache, jwks):
+    key = pki.rsa_key()
+    jwks.publish("k1", key)
+    from cryptography.hazmat.primitives import serialization
+
+    public_pem = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    header = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT","kid":"k1"}').rstrip(b"=")
+    claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "user-123", "exp": int(time.time()) + 60}
+    body = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=")
+    import hashlib
+    import hmac
+
+    signature = base64.urlsafe_b64encode(hmac.new(public_pem, header + b"." + body, hashlib.sha256).digest())
+    bearer = (header + b"." + body + b"." + signature.rstrip(b"=")).decode()
+    assert await refusal(OidcAuthenticator(store, cache), bearer) == "auth.unauthorized"
+
+
+@pytest.mark.parametrize(
+    "kid", ["../../../../etc/passwd", "k1' OR '1'='1", "https://evil.test/jwks.json", "k1\x00", "x" * 5000]
+)
+async def test_an_injected_kid_is_an_unknown_key_and_fetches_nothing_but_the_configured_set(
+    store, cache, jwks, server, kid
+):
+    key = pki.rsa_key()
+    jwks.publish("k1", key)
+    assert await refusal(OidcAuthenticator(store, cache), token(key, kid)) == "auth.unauthorized"
+    assert all("/jwks.json" in str(r) for r in server.requests)
