@@ -261,6 +261,43 @@ async def server_times(store: SqlStore, queries: list[InventoryQuery]) -> dict[s
     return {name: percentiles(values) for name, values in samples.items()}
 
 
+def vm_steps(database_url: str, queries: list[InventoryQuery]) -> dict[str, dict[str, float]]:
+    """SQLite: the virtual machine instructions each query's page and count statements run (a count is run only
+    where the store runs it: not for a first page shorter than its limit). Unlike a time, the same on a busy
+    machine; the steps follow the index entries and rows a statement reads."""
+    import sqlite3
+
+    from sqlalchemy.dialects import sqlite
+
+    path = database_url.split(":///", 1)[1]
+    db = sqlite3.connect(path)
+    counter = [0]
+
+    def step() -> int:
+        counter[0] += 1
+        return 0
+
+    def run(statement: sa.Select[Any]) -> tuple[int, int]:
+        sql = str(statement.compile(dialect=sqlite.dialect(), compile_kwargs={"literal_binds": True}))
+        rows = len(db.execute(sql).fetchall())  # warm: the schema and pages read once
+        counter[0] = 0
+        db.set_progress_handler(step, 1)
+        db.execute(sql).fetchall()
+        db.set_progress_handler(None, 1)
+        return counter[0], rows
+
+    samples: dict[str, list[float]] = {"page": [], "count": [], "both": []}
+    for query in queries:
+        page, count = search_statements(query, True)
+        page_steps, rows = run(page)
+        count_steps = 0 if query.offset == 0 and rows < query.limit else run(count)[0]
+        samples["page"].append(page_steps)
+        samples["count"].append(count_steps)
+        samples["both"].append(page_steps + count_steps)
+    db.close()
+    return {name: {k.replace("_ms", ""): v for k, v in percentiles(values).items()} for name, values in samples.items()}
+
+
 def percentiles(samples: list[float]) -> dict[str, float]:
     """p50, p90, p99 and max, in milliseconds."""
     ordered = sorted(samples)
@@ -314,6 +351,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             queries = [typical_query(rng, dealers) for _ in range(args.searches)]
         if args.explain:
             return {"plans": await explain(store, queries[min(7, len(queries) - 1)])}
+        if args.vm_steps:
+            return {"backend": "sqlite", "queries": args.queries, "vm_steps": vm_steps(args.database_url, queries)}
         if args.server_times:
             await server_times(store, queries)  # warm
             return {"backend": store.engine.dialect.name, "server_ms": await server_times(store, queries)}
@@ -379,6 +418,11 @@ def main() -> None:
         "--server-times",
         action="store_true",
         help="PostgreSQL: print the page and count statements' execution times (EXPLAIN ANALYZE) and exit",
+    )
+    parser.add_argument(
+        "--vm-steps",
+        action="store_true",
+        help="SQLite: print the VM instructions of each search's page and count statements (p50, p90, ...) and exit",
     )
     args = parser.parse_args()
     result = asyncio.run(run(args))
