@@ -215,10 +215,7 @@ class TenancyCache:
         return found
 
     async def policies(self, company_id: str | None) -> list[Policy]:
-        """The company's policies (empty for anonymous and internal callers).
-
-        A new list each time they are read from the store (``gateway/limits.RememberedRules`` relies on it).
-        """
+        """The company's policies (empty for anonymous and internal callers)."""
         if company_id is None:
             return []
         proposed = overlaid(company_id)
