@@ -163,3 +163,50 @@ def test_timed_misses_measure_the_cpu_until_the_value_is_put_and_sampled_hits_co
     assert costs[0] > 0
     assert cache.get("k") == 1
     assert name not in caching.miss_costs()
+
+
+def test_a_memo_keeps_answers_by_argument_values_in_a_named_bounded_cache() -> None:
+    name, calls = _name(), []
+
+    @caching.memo(name, 2)
+    def double(x: int, *, plus: int = 0) -> int:
+        calls.append(x)
+        return 2 * x + plus
+
+    assert [double(1), double(1), double(2), double(1, plus=1), double(1)] == [2, 2, 4, 3, 2]
+    assert calls == [1, 2, 1, 1]  # the keyword call pushed 2 out, then 1 (plain) came back after it
+    info = _info(name)
+    assert (info.hits, info.entries, info.size) == (1, 2, 2)
+    assert double.__name__ == "double"
+    caching.clear_all()
+    assert double(1) == 2
+    assert calls[-1] == 1
+
+
+def test_a_memo_keeps_no_failure() -> None:
+    calls: list[int] = []
+
+    @caching.memo(_name(), 8)
+    def fail(x: int) -> int:
+        calls.append(x)
+        raise ValueError(x)
+
+    for _ in range(2):
+        with pytest.raises(ValueError, match="3"):
+            fail(3)
+    assert calls == [3, 3]
+
+
+def test_once_builds_a_constant_at_first_use_and_clear_all_leaves_it() -> None:
+    calls: list[int] = []
+
+    @caching.once
+    def constant() -> dict[str, int]:
+        calls.append(1)
+        return {"a": 1}
+
+    first = constant()
+    caching.clear_all()
+    assert constant() is first
+    assert calls == [1]
+

@@ -16,10 +16,19 @@ only), so the store, the actions, the gateway and the surfaces all make their ca
   them into ``forecourt_process_cache_*`` series), :func:`clear_all` empties every cache (the tests' one switch),
   and :func:`disable` makes named caches miss every time, :func:`time_misses` times what each miss costs until the
   value it lacked is put (what ``bench/mixed.py`` measures a cache's gain with).
+- :func:`memo` is a function's :class:`Cache` by its arguments' values (what ``functools.lru_cache`` was used for).
+- :func:`once` is not a cache: a process constant built at its first use (package data read once, a class declared
+  once). It has no key space and never changes, so it is not bounded, counted or cleared.
 
-The caches are plain ``OrderedDict``s behind a few lines rather than ``cachetools`` (which the lock has): side by
-side on this machine its LRU hit cost about what a hit here costs (0.5-1.1 µs against 0.6), its TTL hit 6 to 10
-times as much (3.8-6.4 µs), and the hot path reads aging caches on every call.
+``functools.cache`` and ``lru_cache`` are not used in ``src/forecourt`` but for this allow-list, each "a constant,
+not a cache: no key space, never changes" (``tests/test_caching.py`` reads the source and fails on any other use):
+
+- ``domain/aap_spec.py``: ``documents``, ``registry``, ``validators``, ``_bundles``, the shipped AAP schemas (package
+  data) read, linked, compiled and bundled once; domain/ may not import this module (the "domain" contract).
+
+The caches are plain ``OrderedDict``s behind a few lines rather than ``cachetools``: side by side on this machine
+its LRU hit cost about what a hit here costs (0.5-1.1 µs against 0.6), its TTL hit 6 to 10 times as much
+(3.8-6.4 µs), and the hot path reads aging caches on every call.
 """
 
 from __future__ import annotations
@@ -31,17 +40,21 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar
 
 __all__ = [
     "Cache",
     "CacheInfo",
     "HeldMemo",
+    "Memo",
+    "Once",
     "clear_all",
     "disable",
     "enable_all",
     "lru",
+    "memo",
     "miss_costs",
+    "once",
     "snapshot",
     "time_misses",
 ]
@@ -49,6 +62,7 @@ __all__ = [
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 T = TypeVar("T")
+P = ParamSpec("P")
 
 Clock = Callable[[], float]
 _MISSING: Any = object()
@@ -294,6 +308,70 @@ class HeldMemo(Generic[T, V]):
 
     def __len__(self) -> int:
         return len(self._cache)
+
+
+class Memo(Generic[P, V]):
+    """``fn``'s answers by the values of its arguments, in a :class:`Cache` named ``name`` (exceptions are not kept).
+
+    The arguments must be hashable values; an answer is computed again once its entry is dropped (size or age).
+    """
+
+    def __init__(self, name: str, size: int, fn: Callable[P, V], *, max_age_s: float | None = None) -> None:
+        self._fn = fn
+        self.cache: Cache[Hashable, V] = Cache(name, size, max_age_s=max_age_s)
+        self.__name__ = getattr(fn, "__name__", name)
+        self.__qualname__ = getattr(fn, "__qualname__", name)
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> V:
+        key: Hashable = (args, tuple(kwargs.items())) if kwargs else args
+        cache = self.cache
+        value = cache.get(key, _MISSING)
+        if value is _MISSING:
+            value = self._fn(*args, **kwargs)
+            cache.put(key, value)
+        return value  # type: ignore[return-value]
+
+
+def memo(name: str, size: int, *, max_age_s: float | None = None) -> Callable[[Callable[P, V]], Memo[P, V]]:
+    """Decorate a function so that its answers are kept in a :class:`Memo` named ``name``."""
+
+    def decorate(fn: Callable[P, V]) -> Memo[P, V]:
+        return Memo(name, size, fn, max_age_s=max_age_s)
+
+    return decorate
+
+
+class Once(Generic[V]):
+    """A process constant: ``make()`` run at the first call (once, whichever thread asks first), then that value.
+
+    Not a cache: no key space, nothing that changes, so nothing to bound, count or clear (:func:`clear_all` leaves
+    it). A ``make`` that raises is run again at the next call.
+    """
+
+    def __init__(self, make: Callable[[], V]) -> None:
+        self._make = make
+        self._value: Any = _MISSING
+        self._lock = threading.Lock()
+        self.__name__ = getattr(make, "__name__", "once")
+        self.__qualname__ = getattr(make, "__qualname__", "once")
+        self.__doc__ = make.__doc__
+        self.__wrapped__ = make
+
+    def __call__(self) -> V:
+        value = self._value
+        if value is _MISSING:
+            with self._lock:
+                if self._value is _MISSING:
+                    self._value = self._make()
+                value = self._value
+        return value  # type: ignore[no-any-return]
+
+
+def once(make: Callable[[], V]) -> Once[V]:
+    """Decorate a function of no arguments whose answer is a process constant (see :class:`Once`)."""
+    return Once(make)
 
 
 def snapshot() -> list[CacheInfo]:
