@@ -210,3 +210,53 @@ def test_once_builds_a_constant_at_first_use_and_clear_all_leaves_it() -> None:
     assert constant() is first
     assert calls == [1]
 
+
+# caching.py's allow-list: "a constant, not a cache: no key space, never changes" (domain/ may not import caching).
+FUNCTOOLS_CACHE_ALLOWED = {
+    ("domain/aap_spec.py", "documents"),
+    ("domain/aap_spec.py", "registry"),
+    ("domain/aap_spec.py", "validators"),
+    ("domain/aap_spec.py", "_bundles"),
+}
+
+
+def test_functools_caches_are_only_the_listed_constants() -> None:
+    import ast
+    from pathlib import Path
+
+    root = Path(caching.__file__).parent
+    found: set[tuple[str, str]] = set()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel == "caching.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {
+            alias.asname or alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module == "functools"
+            for alias in node.names
+            if alias.name in ("cache", "lru_cache")
+        }
+        uses = [
+            node
+            for node in ast.walk(tree)
+            if (isinstance(node, ast.Name) and node.id in names)
+            or (
+                isinstance(node, ast.Attribute)
+                and node.attr in ("cache", "lru_cache")
+                and ast.unparse(node.value) == "functools"
+            )
+        ]
+        decorating = {
+            id(use): node.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            for deco in node.decorator_list
+            for use in ast.walk(deco)
+        }
+        for use in uses:
+            found.add((rel, decorating.get(id(use), f"line {use.lineno}")))
+    assert found <= FUNCTOOLS_CACHE_ALLOWED, (
+        f"not on caching.py's allow-list: {sorted(found - FUNCTOOLS_CACHE_ALLOWED)}"
+    )

@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cache
 from typing import Any
 
+from forecourt import caching
 from forecourt.demo.catalog import BRANDS, ModelSpec, TrimSpec, models_for
 from forecourt.demo.common import DEFAULT_SEED, DEMO_MODEL_YEAR, default_now, sub_rng
 from forecourt.demo.inventory import original_msrp, used_price
@@ -75,22 +75,22 @@ def bulk_dealerships(count: int) -> list[Dealership]:
     return result
 
 
-@cache
+@caching.memo("demo.bulk.candidates", 1024)
 def _candidates(brands: tuple[str, ...], year: int) -> tuple[ModelSpec, ...]:
     return tuple(m for m in models_for(brands) if m.first_year <= year <= m.last_year)
 
 
-@cache
+@caching.memo("demo.bulk.vin_factories", 16_384)
 def _factory(wmi: str, vds: str, year: int, plant: str) -> VinFactory:
     return VinFactory(wmi, vds, year, plant)
 
 
-@cache
+@caching.memo("demo.bulk.used_prices", 65_536)
 def _used_price(trim: TrimSpec, make: str, age: int, miles_k: int, certified: bool) -> int:
     return used_price(trim, make, age, miles_k * 1000, certified=certified)
 
 
-@cache
+@caching.memo("demo.bulk.prices", 65_536)
 def _usd(dollars: int) -> Money:
     return Money.model_construct(amount_minor=dollars * 100, currency="USD")
 

@@ -138,6 +138,10 @@ def _files() -> Iterator[Path]:
     return iter(sorted(SCHEMA_DIR.glob("**/*.schema.json")))
 
 
+# The four ``functools.cache`` below are constants, not caches (caching.py's allow-list): each takes no argument,
+# reads package data once and never changes; domain/ may not import forecourt.caching (the "domain" contract).
+
+
 @cache
 def documents() -> dict[str, dict[str, Any]]:
     """Every shipped schema by ``$id``."""
@@ -164,10 +168,20 @@ def schema(name: str) -> dict[str, Any]:
     return documents()[schema_id(name)]
 
 
+def _names() -> list[str]:
+    return [uri.removeprefix(SCHEMA_BASE) for uri in documents() if uri.startswith(SCHEMA_BASE)]
+
+
 @cache
+def validators() -> dict[str, Draft202012Validator]:
+    """A validator for every shipped schema by file name (formats checked)."""
+    checker = Draft202012Validator.FORMAT_CHECKER
+    return {n: Draft202012Validator(schema(n), registry=registry(), format_checker=checker) for n in _names()}
+
+
 def validator(name: str) -> Draft202012Validator:
-    """A compiled validator for schema file ``name`` (formats checked)."""
-    return Draft202012Validator(schema(name), registry=registry(), format_checker=Draft202012Validator.FORMAT_CHECKER)
+    """The validator for schema file ``name`` (formats checked)."""
+    return validators()[name]
 
 
 def errors(name: str, instance: Any) -> list[str]:
@@ -189,7 +203,12 @@ def _refs(node: Any) -> Iterator[str]:
 
 
 @cache
-def _bundled(name: str) -> str:
+def _bundles() -> dict[str, str]:
+    """Every shipped schema by file name, bundled (see :func:`bundled`) and encoded as JSON."""
+    return {n: _bundle(n) for n in _names()}
+
+
+def _bundle(name: str) -> str:
     root = schema(name)
     embedded: dict[str, Any] = {}
     pending = [(root["$id"], root)]
@@ -215,7 +234,7 @@ def _bundled(name: str) -> str:
 
 def bundled(name: str) -> dict[str, Any]:
     """Schema ``name`` with every document it references embedded (a Draft 2020-12 compound document)."""
-    return dict(json.loads(_bundled(name)))
+    return dict(json.loads(_bundles()[name]))
 
 
 def resolve_uri(base: str, ref: str) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
-from functools import lru_cache
 from typing import Any
 
+from forecourt import caching
 from forecourt.domain.measure import Measure
 from forecourt.domain.money import Money, currency_exponent
 from forecourt.domain.urls import LINK_MAX, link_problem
@@ -94,7 +94,7 @@ def parse_price(value: Any, currency: str, field: str = "price") -> Money:
     return _parse_price(value, currency, field)
 
 
-@lru_cache(maxsize=65_536)
+@caching.memo("inventory_import.text_prices", 65_536)
 def _parse_text_price(value: str, currency: str, field: str) -> Money:
     """Prices repeat across a feed (and Money is immutable), so parsed text prices are memoised."""
     return _parse_price(value, currency, field)
@@ -132,7 +132,7 @@ def parse_year(value: Any, year_max: int) -> int:
     return _parse_year(value, year_max)
 
 
-@lru_cache(maxsize=4096)
+@caching.memo("inventory_import.text_years", 4096)
 def _parse_text_year(value: str, year_max: int) -> int:
     """A feed repeats a few dozen model years, so parsed text years are memoised (failures are not)."""
     return _parse_year(value, year_max)
@@ -242,7 +242,7 @@ def normalize_vocab(field: str, value: Any) -> str:
     return found
 
 
-@lru_cache(maxsize=4096)
+@caching.memo("inventory_import.text_vocabularies", 4096)
 def _normalize_text_vocab(field: str, value: str) -> str:
     return _normalize_vocab(field, value)
 

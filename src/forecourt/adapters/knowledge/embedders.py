@@ -25,9 +25,9 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
+from forecourt import caching
 from forecourt.adapters.errors import EmbedderUnavailable
 from forecourt.adapters.knowledge.embedding_base import Embedding, Vectors
 
@@ -112,7 +112,7 @@ _CANONICAL = {
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "edly", "ed", "es", "ly", "s")
 
 
-@lru_cache(maxsize=65_536)
+@caching.memo("adapters.knowledge.stems", 65_536)
 def stem(word: str) -> str:
     """A light suffix-stripping stem (enough to make plurals and -ing/-ed forms meet)."""
     word = _CANONICAL.get(word, word)
@@ -129,7 +129,7 @@ def words(text: str) -> list[str]:
     return [stem(w) for w in _WORD.findall(canonicalize(text)) if w not in _STOPWORDS]
 
 
-@lru_cache(maxsize=262_144)
+@caching.memo("adapters.knowledge.feature_slots", 262_144)
 def _slot(feature: str, dimensions: int) -> tuple[int, float]:
     digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
     value = int.from_bytes(digest, "little")

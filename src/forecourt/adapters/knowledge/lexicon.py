@@ -10,7 +10,8 @@ the group's single words. A semantic embedder (the MiniLM extra) needs none of t
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+
+from forecourt import caching
 
 # canonical term: phrases that mean the same thing at a dealership (lower case, single spaces)
 SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -47,7 +48,7 @@ _PATTERN = re.compile(
 )
 
 
-@lru_cache(maxsize=8192)
+@caching.memo("adapters.knowledge.canonical_texts", 8192)
 def canonicalize(text: str) -> str:
     """Lower-case ``text`` with punctuation as spaces and every known phrase replaced by its canonical term."""
     flat = " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())

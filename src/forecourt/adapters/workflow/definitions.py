@@ -8,9 +8,9 @@ version 1 on.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from importlib import resources
 
+from forecourt import caching
 from forecourt.adapters.workflow.errors import DefinitionNotFound
 from forecourt.adapters.workflow.repository import WorkflowRepository
 
@@ -18,7 +18,7 @@ SHIPPED_PACKAGE = "forecourt.workflows.definitions"
 SHIPPED_VERSION = 0
 
 
-@lru_cache(maxsize=1)
+@caching.once
 def shipped() -> dict[str, str]:
     """Shipped definitions: workflow id (the file name without ``.bpmn``) → BPMN XML."""
     found: dict[str, str] = {}

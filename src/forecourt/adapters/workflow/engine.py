@@ -15,7 +15,6 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from lxml import etree  # type: ignore[import-untyped]
@@ -32,6 +31,7 @@ from SpiffWorkflow.spiff.serializer.task_spec import ServiceTaskConverter  # typ
 from SpiffWorkflow.spiff.specs.defaults import ServiceTask  # type: ignore[import-untyped]
 from SpiffWorkflow.util.task import TaskState  # type: ignore[import-untyped]
 
+from forecourt import caching
 from forecourt.adapters.workflow.errors import InvalidDefinition, UnsafeExpression
 from forecourt.adapters.workflow.expressions import SandboxScriptEngine, compile_checked
 
@@ -129,7 +129,7 @@ def _main_process(root: Any) -> tuple[str, str]:
     return str(main.get("id")), str(main.get("name") or main.get("id"))
 
 
-@lru_cache(maxsize=64)
+@caching.memo("adapters.workflow.parsed_definitions", 64)
 def parse_definition(xml: str) -> ParsedDefinition:
     """Parse and validate a BPMN 2.0 document (XSD, sandbox, structure).
 

@@ -20,7 +20,6 @@ import ast
 import operator as op
 import re
 from collections.abc import Callable, Mapping
-from functools import lru_cache
 from types import ModuleType
 from typing import Any, Literal
 
@@ -37,6 +36,7 @@ from SpiffWorkflow.bpmn.script_engine.python_environment import (  # type: ignor
     BasePythonScriptEngineEnvironment,
 )
 
+from forecourt import caching
 from forecourt.adapters.workflow import helpers
 from forecourt.adapters.workflow.errors import UnsafeExpression
 
@@ -248,7 +248,7 @@ class _Checker(ast.NodeVisitor):
     visit_DictComp = _comprehension  # noqa: N815 - ast.NodeVisitor's naming
 
 
-@lru_cache(maxsize=512)
+@caching.memo("adapters.workflow.checked_sources", 512)
 def compile_checked(source: str, mode: Literal["eval", "exec"]) -> ast.Module | ast.Expression:
     """Parse ``source`` and check it against the sandbox (the tree is what :class:`SandboxEnvironment` runs).
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import SAWarning
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+from forecourt import caching
 
 if TYPE_CHECKING:
     from a2a.server.context import ServerCallContext
@@ -23,7 +24,7 @@ TASKS_TABLE = "a2a_tasks"
 PUSH_CONFIGS_TABLE = "a2a_push_configs"
 
 
-@cache
+@caching.once
 def _models() -> tuple[Any, Any]:
     """The SDK's ORM classes for Forecourt's table names, declared once per process."""
     from a2a.server.models import create_push_notification_config_model, create_task_model

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,6 +14,7 @@ from pydantic import BaseModel
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from forecourt import caching
 from forecourt.domain.events import ChangeEvent, ChangeType, ResourceType
 from forecourt.store.sql.inline import InlineConnection
 from forecourt.store.sql.tables import UtcDateTime, outbox
@@ -72,9 +72,9 @@ def _compile(stmt: sa.Insert | sa.Update, dialect: sa.Dialect, keys: list[str]) 
 
 
 # INSERT ... ON CONFLICT DO NOTHING per engine's dialect, table and columns: the audit writer's batches skip the
-# compiler. Keyed weakly by the dialect, so an engine disposed of takes its statements with it.
-_IGNORING_INSERTS: weakref.WeakKeyDictionary[sa.Dialect, dict[tuple[sa.Table, tuple[str, ...]], _Compiled]] = (
-    weakref.WeakKeyDictionary()
+# compiler. The key holds the dialect itself (compared by identity), so the entry is used only for that dialect.
+_IGNORING_INSERTS: caching.Cache[tuple[sa.Dialect, sa.Table, tuple[str, ...]], _Compiled] = caching.lru(
+    "store.ignoring_inserts", 256
 )
 
 
@@ -163,12 +163,11 @@ class TxContext:
             await self.execute_many(dialect_insert(table).on_conflict_do_nothing(), rows)
             return
         keys = tuple(rows[0])
-        known = _IGNORING_INSERTS.setdefault(conn.dialect, {})
-        compiled = known.get((table, keys))
+        key = (conn.dialect, table, keys)
+        compiled = _IGNORING_INSERTS.get(key)
         if compiled is None:
-            compiled = known[(table, keys)] = _compile(
-                dialect_insert(table).on_conflict_do_nothing(), conn.dialect, list(keys)
-            )
+            compiled = _compile(dialect_insert(table).on_conflict_do_nothing(), conn.dialect, list(keys))
+            _IGNORING_INSERTS.put(key, compiled)
         await self._execute_compiled(conn, compiled, rows)
 
     async def execute_many(self, stmt: sa.Insert | sa.Update, rows: Sequence[Mapping[str, Any]]) -> None:

@@ -10,7 +10,6 @@ writes them one by one.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Collection, Sequence
 from datetime import datetime
@@ -20,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from forecourt import caching
 from forecourt.domain.events import ChangeEvent, ChangeType, ResourceType
 from forecourt.domain.timeutil import utcnow
 from forecourt.domain.vehicle import Vehicle, VehicleStatus
@@ -73,7 +73,7 @@ async def get_many_by_vin(
     return found
 
 
-@functools.cache
+@caching.memo("store.vehicles_by_vin", 16)
 def _by_vin_postgres(columns: tuple[Any, ...]) -> sa.Select[*tuple[Any, ...]]:
     """One probe of the ``(dealership_id, vin)`` unique index per VIN, whatever the table's statistics say.
 

@@ -21,7 +21,6 @@ import hashlib
 import logging
 import warnings
 from collections.abc import Awaitable, Callable
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -36,6 +35,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
+from forecourt import caching
 from forecourt.errors import ForecourtError, Unauthorized
 from forecourt.gateway.auth.asgi import credentials_from_scope
 from forecourt.gateway.base import Principal
@@ -116,7 +116,7 @@ def agent_card(base_url: str, settings: Settings) -> dict[str, Any]:
     }
 
 
-@cache
+@caching.once
 def _models() -> tuple[Any, Any, Any, Any]:
     """The SDK's ORM classes for Forecourt's table names, declared once per process."""
     from a2a.server.models import (

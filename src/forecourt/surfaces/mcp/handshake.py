@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from forecourt import caching
+
 NAME = "forecourt"
 TITLE = "Forecourt AutomotiveMCP"
 DESCRIPTION = "A car dealership's inventory, leads, service lane and deals over AutomotiveMCP."
@@ -51,6 +53,7 @@ _NESTED_CAPABILITIES = {"sampling": ("context", "tools"), "elicitation": ("form"
 _MAPS_OF_OBJECTS = ("experimental", "extensions")
 
 
+@caching.once
 def server_version() -> str:
     """The installed Forecourt version (the ``version`` of ``serverInfo``)."""
     try:

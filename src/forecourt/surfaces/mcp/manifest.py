@@ -15,7 +15,6 @@ are not claimed, although their tools are listed.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from forecourt.contract import Catalogue
@@ -30,7 +29,6 @@ SPEC_DOMAINS = ("inventory", "leads", "deals", "service", "parts", "fni", "signa
 EVENTED_TYPES = frozenset(ResourceType)
 
 
-@cache
 def domain_levels(catalogue: Catalogue, *, eventing: bool) -> dict[str, int]:
     """The level each domain truthfully reaches (domains below Level 1 are left out)."""
     levels: dict[str, int] = {}

