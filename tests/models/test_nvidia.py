@@ -229,3 +229,38 @@ async def test_triton_readiness_is_read_from_the_health_endpoint(rig, fakes):
     fakes.triton.ready = False
     assert await adapter.ready(ctx) is False
     await adapter.aclose()
+
+
+class _MetadataClient:
+    """A Triton client that only answers model metadata, counting the requests."""
+
+    def __init__(self, outputs: list[str]) -> None:
+        self.outputs = outputs
+        self.asked = 0
+
+    async def get_model_metadata(self, model: str, model_version: str, headers: dict[str, str]) -> dict[str, Any]:
+        self.asked += 1
+        return {"outputs": [{"name": n} for n in self.outputs]}
+
+
+async def test_output_names_are_kept_by_server_and_never_by_a_client_address_another_client_reuses():
+    from forecourt import caching
+    from forecourt.adapters.models.nvidia import TritonBackend
+
+    backend = TritonBackend()
+    first = _MetadataClient(["A_OUT"])
+    assert await backend.output_names(first, "http://a:8000", "m", "1", {}) == ["A_OUT"]
+    address = id(first)
+    del first
+    # A client of another server, made where the first one was (CPython hands freed memory straight back).
+    for _ in range(1_000):
+        second = _MetadataClient(["B_OUT"])
+        if id(second) == address:
+            break
+    assert await backend.output_names(second, "http://b:8000", "m", "1", {}) == ["B_OUT"]
+    # Another loop's client of the first server: the names kept for that server, without asking again.
+    third = _MetadataClient(["A_OUT"])
+    assert await backend.output_names(third, "http://a:8000", "m", "1", {}) == ["A_OUT"]
+    assert third.asked == 0
+    info = next(i for i in caching.snapshot() if i.name == "adapters.nvidia.output_names")
+    assert (info.size, info.max_age_s) == (1_024, 300.0)

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from forecourt import caching
 from forecourt.adapters.models.common import (
     INFERENCE_RESULT,
     LoopLocal,
@@ -85,7 +85,10 @@ class TritonBackend:
 
     def __init__(self) -> None:
         self._clients: LoopLocal[Any] = LoopLocal(lambda c: c.close())
-        self._outputs: dict[str, tuple[float, list[str]]] = {}
+        # By the server's URL, the model and its version: the same answer whichever loop's client asks.
+        self._outputs: caching.Cache[tuple[str, str, str], tuple[str, ...]] = caching.lru(
+            "adapters.nvidia.output_names", 1024, max_age_s=METADATA_TTL_S
+        )
 
     def client(self, url: str, timeout_s: float, *, pin: bool | None = None) -> Any:
         """The ``tritonclient.http.aio`` client for ``url`` (``http(s)://host:port[/prefix]``).
@@ -107,16 +110,21 @@ class TritonBackend:
 
         return self._clients.get(f"{url}|{timeout_s}|{pin}", build)
 
-    async def output_names(self, client: Any, model: str, version: str, headers: Mapping[str, str]) -> list[str]:
-        """The model's output tensor names, from its metadata (cached for a few minutes)."""
-        key = f"{id(client)}|{model}|{version}"
+    async def output_names(
+        self, client: Any, url: str, model: str, version: str, headers: Mapping[str, str]
+    ) -> list[str]:
+        """The output tensor names of ``model`` on the server at ``url`` (``client``'s), from its metadata.
+
+        Kept for a few minutes by URL, model and version (not by the client, which is one per event loop).
+        """
+        key = (url, model, version)
         hit = self._outputs.get(key)
-        if hit is not None and hit[0] > time.monotonic():
-            return hit[1]
+        if hit is not None:
+            return list(hit)
         with triton_errors():
             meta = await client.get_model_metadata(model, model_version=version, headers=dict(headers))
         names = [str(o["name"]) for o in meta.get("outputs", [])]
-        self._outputs[key] = (time.monotonic() + METADATA_TTL_S, names)
+        self._outputs.put(key, tuple(names))
         return names
 
     async def infer(
@@ -246,7 +254,7 @@ class NvidiaAdapter:
         if payload.get("inputs"):
             inputs = [_tensor(spec) for spec in payload["inputs"]]
             names = list(payload.get("outputs") or []) or await self.triton.output_names(
-                client, model, version, headers
+                client, url, model, version, headers
             )
             response = await self.triton.infer(client, model, version, inputs, names, headers)
             output = {
