@@ -252,8 +252,8 @@ async def load_main(args: argparse.Namespace) -> None:
 # ---------------------------------------------------------------------------------------------- orchestrator
 
 
-def bench_env(db_url: str, redis_url: str, prefix: str, port: int, tmp: Path) -> dict[str, str]:
-    """The environment of every ``forecourt`` command of the run: production secrets, raised limits."""
+def bench_env(db_url: str, redis_url: str, prefix: str, port: int, tmp: Path, extra: list[str]) -> dict[str, str]:
+    """The environment of every ``forecourt`` command of the run: production secrets, raised limits, ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FORECOURT_")}
     env.update(
         FORECOURT_DATABASE_URL=db_url,
@@ -270,6 +270,7 @@ def bench_env(db_url: str, redis_url: str, prefix: str, port: int, tmp: Path) ->
     )
     for rule in ("COMPANY", "MEMBER", "ACTION", "ANONYMOUS"):
         env[f"FORECOURT_RATE_{rule}_PER_MINUTE"] = "1000000000"
+    env.update(item.split("=", 1) for item in extra)  # what-if settings: --server-env FORECOURT_X=Y
     return env
 
 
@@ -390,18 +391,18 @@ def process_tree(root: int) -> list[int]:
 
 
 class RssSampler:
-    """Every ``every`` seconds: (monotonic time, MB of RSS summed over the serve process tree, processes)."""
+    """Every ``every`` seconds: (monotonic time, MB of RSS summed over the serve process tree, MB by process)."""
 
     def __init__(self, root: int, every: float) -> None:
         self.root, self.every = root, every
-        self.samples: list[tuple[float, float, int]] = []
+        self.samples: list[tuple[float, float, dict[int, float]]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            pids = process_tree(self.root)
-            self.samples.append((time.monotonic(), sum(fd.vm_kib(p, "VmRSS") for p in pids) / 1024, len(pids)))
+            each = {p: fd.vm_kib(p, "VmRSS") / 1024 for p in process_tree(self.root)}
+            self.samples.append((time.monotonic(), sum(each.values()), each))
             self._stop.wait(self.every)
 
     def start(self) -> None:
@@ -416,7 +417,8 @@ class RssSampler:
 
     def between(self, start: float, end: float) -> dict[str, Any]:
         """RSS over [start, end]: first and last minute's means, the slope after the first minute, the verdict."""
-        points = [(t - start, mb) for t, mb, _ in self.samples if start <= t <= end]
+        inside = [s for s in self.samples if start <= s[0] <= end]
+        points = [(t - start, mb) for t, mb, _ in inside]
         if not points:
             return {}
         span = end - start
@@ -430,21 +432,35 @@ class RssSampler:
             "growth_pct": round(100 * (last_mb - first_mb) / first_mb, 2),
             "peak_mb": round(max(mb for _, mb in points), 1),
             "slope_mb_per_min_after_first_minute": soak.slope_mb_per_min([p for p in points if p[0] >= 60]),
-            "processes": self.samples[-1][2],
             "flat": last_mb <= first_mb * (1 + FLAT_RSS_GROWTH),
+            "by_process_first_last_mb": {  # which process grew: the master, a worker, a journal helper
+                f"{pid} {_command(pid)}": [round(inside[0][2].get(pid, 0.0), 1), round(mb, 1)]
+                for pid, mb in inside[-1][2].items()
+            },
         }
 
 
-def result_cache_counts(port: int) -> dict[str, float]:
-    """Hits and misses of the gateway's result cache so far (``/metrics``, every worker)."""
+def _command(pid: int) -> str:
+    try:
+        words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "?"
+    return " ".join(w.decode(errors="replace").rsplit("/", 1)[-1] for w in words[:3])[:60]
+
+
+def cache_metrics(port: int) -> dict[str, dict[str, float]]:
+    """Hits, misses and entries of every named cache so far (``/metrics``: every worker's, added up)."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         text = response.read().decode()
-    counts = {"hits": 0.0, "misses": 0.0}
+    found: dict[str, dict[str, float]] = {}
     for line in text.splitlines():
-        for kind in counts:
-            if line.startswith(f'forecourt_process_cache_{kind}_total{{cache="gateway.result_cache"}}'):
-                counts[kind] += float(line.rsplit(" ", 1)[1])
-    return counts
+        for kind in ("hits_total", "misses_total", "entries"):
+            head = f'forecourt_process_cache_{kind}{{cache="'
+            if line.startswith(head):
+                name = line[len(head) :].split('"', 1)[0]
+                kinds = found.setdefault(name, {})
+                kinds[kind] = kinds.get(kind, 0.0) + float(line.rsplit(" ", 1)[1])
+    return found
 
 
 def run_loader(
@@ -459,16 +475,17 @@ def run_loader(
     loader = subprocess.Popen(
         command, stdout=subprocess.PIPE, text=True, env={**os.environ, "MIXED_TRAFFIC_TOKEN": token}
     )
-    final: dict[str, Any] = {}
+    final: dict[str, Any] = {"windows": []}
     assert loader.stdout is not None
     for line in loader.stdout:
         record = json.loads(line)
         if "final" in record:
-            final = record["final"]
+            final.update(record["final"])
             continue
         record.update(phase=mode, rss_mb=sampler.last_mb())
+        final["windows"].append(record)
         print(json.dumps(record), file=sys.stderr, flush=True)
-    if loader.wait() != 0 or not final:
+    if loader.wait() != 0 or "requests" not in final:
         raise RuntimeError(f"the load generator failed ({loader.returncode})")
     return final
 
@@ -488,7 +505,7 @@ def serve_and_load(args: argparse.Namespace, env: dict[str, str], token: str, wo
         sampler.start()
         probe = run_loader(args, port, token, world, "closed", 0.0, sampler)
         rate = round(probe["rps"] * args.fraction, 1)
-        cache_before = result_cache_counts(port)
+        cache_before = cache_metrics(port)
         pids = process_tree(server.proc.pid)
         cpu_before, machine_before = sum(fd.cpu_seconds(p) for p in pids), fd.machine_busy_seconds()
         started = time.monotonic()
@@ -496,14 +513,20 @@ def serve_and_load(args: argparse.Namespace, env: dict[str, str], token: str, wo
         ended = time.monotonic()
         cpu = sum(fd.cpu_seconds(p) for p in pids) - cpu_before
         machine = [after - before for after, before in zip(fd.machine_busy_seconds(), machine_before, strict=True)]
-        cache_after = result_cache_counts(port)
+        cache_after = cache_metrics(port)
         sampler.stop()
         return {
             "probe": probe,
             "rate": rate,
             "soak": result,
             "rss": sampler.between(started, ended),
-            "result_cache": {k: cache_after[k] - cache_before[k] for k in cache_after},
+            "result_cache": {
+                "hits": cache_after["gateway.result_cache"].get("hits_total", 0.0)
+                - cache_before.get("gateway.result_cache", {}).get("hits_total", 0.0),
+                "misses": cache_after["gateway.result_cache"].get("misses_total", 0.0)
+                - cache_before.get("gateway.result_cache", {}).get("misses_total", 0.0),
+            },
+            "cache_entries_at_end": {k: v["entries"] for k, v in sorted(cache_after.items()) if v.get("entries")},
             "cpu": {  # during the soak: the server tree's cores, the load generator's, the whole machine's busy share
                 "server_cores": round(cpu / (ended - started), 2),
                 "server_cpu_ms_per_request": round(1000 * cpu / max(result["requests"], 1), 2),
@@ -561,7 +584,8 @@ def orchestrate(args: argparse.Namespace) -> dict[str, Any]:
         log = Path(args.log_dir or tmp) / "mixed-traffic-server.log"
         db_url = asyncio.run(create_db(args.pg_admin, name))
         try:
-            env = bench_env(db_url, args.redis, prefix, fd.free_port(), tmp)
+            env = bench_env(db_url, args.redis, prefix, fd.free_port(), tmp, args.server_env)
+            summary["server_env"] = args.server_env
             started = time.monotonic()
             token = prepare_data(env, args.dealerships, args.vehicles)
             world = asyncio.run(read_world(db_url))
@@ -600,6 +624,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL database afterwards")
     parser.add_argument("--log-dir", default=None, help="where the server log goes (default: a temporary directory)")
     parser.add_argument("--out", default=None, help="write the JSON summary here")
+    parser.add_argument("--server-env", action="append", default=[], metavar="FORECOURT_X=Y", help="extra setting")
     # the load generator (run by the orchestrator in its own process)
     parser.add_argument("--load", metavar="BASE_URL", help=argparse.SUPPRESS)
     parser.add_argument("--world", help=argparse.SUPPRESS)
@@ -627,9 +652,10 @@ def main() -> None:
     print(f"soak: {summary['rate']} req/s for {args.duration:.0f} s ({args.fraction:.0%} of capacity)")
     print(table(summary))
     print(
-        f"RSS of the serve tree ({rss.get('processes')} processes): first minute {rss.get('first_minute_mb')} MB, "
+        f"RSS of the serve tree: first minute {rss.get('first_minute_mb')} MB, "
         f"last minute {rss.get('last_minute_mb')} MB ({rss.get('growth_pct')} %), "
-        f"slope {rss.get('slope_mb_per_min_after_first_minute')} MB/min"
+        f"slope {rss.get('slope_mb_per_min_after_first_minute')} MB/min; by process (first, last MB): "
+        f"{json.dumps(rss.get('by_process_first_last_mb'))}"
     )
     print(f"result cache during the soak: {summary['result_cache']}; send lag {summary['soak']['send_lag_ms']}")
     print(f"CPU during the soak: {summary['cpu']}")
