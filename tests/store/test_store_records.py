@@ -245,8 +245,8 @@ async def test_audit_batches_of_one_shape_share_one_compiled_insert_and_keep_the
     for batch in (first, second):
         async with store.transaction() as uow:
             await uow.audit.add_many(batch)
-    compiled = _IGNORING_INSERTS[store.engine.dialect]
-    assert [table.name for table, _ in compiled] == ["audit_records"]
+    dialect = store.engine.dialect
+    assert [table.name for d, table, _ in _IGNORING_INSERTS if d is dialect] == ["audit_records"]
     async with store.transaction() as uow:
         stored = await uow.audit.page("c1")
     assert stored == first + second
