@@ -9,10 +9,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from starlette.applications import Starlette
-from starlette.middleware import Middleware
-from starlette.routing import BaseRoute
-
 from forecourt.background import BackgroundTasks
 from forecourt.contract import Catalogue
 from forecourt.gateway.audit import AuditWriter
@@ -26,7 +22,11 @@ from forecourt.settings import Settings
 from forecourt.store import open_store
 from forecourt.store.base import Store
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # Starlette is imported by create_app(): one-shot commands build services, not the app
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.routing import BaseRoute
+
     from forecourt.adapters.upstream.hub import UpstreamHub
     from forecourt.delivery.model_jobs import ModelJobPoller
     from forecourt.delivery.runtime import AapRuntime
@@ -311,6 +311,8 @@ def _register_console_actions(catalogue: Catalogue, gateway: Gateway, *, service
 
 
 def _routes(services: Services) -> tuple[list[BaseRoute], list[Middleware]]:
+    from starlette.middleware import Middleware
+
     from forecourt.surfaces.admin_api import AdminApi
     from forecourt.surfaces.health import health_routes
     from forecourt.surfaces.rest import RestSurface
@@ -389,6 +391,8 @@ def _routes(services: Services) -> tuple[list[BaseRoute], list[Middleware]]:
 
 def create_app(settings: Settings | None = None, *, services: Services | None = None) -> Starlette:
     """The ASGI app for ``settings`` (or for already-built ``services``)."""
+    from starlette.applications import Starlette
+
     settings = settings or (services.settings if services else Settings())
     services = services or build_services(settings)
     routes, middleware = _routes(services)

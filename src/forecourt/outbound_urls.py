@@ -20,16 +20,18 @@ between the check and the connection is still refused. :mod:`forecourt.outbound_
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import httpcore
 import httpx
-import httpx2
 from pydantic import BaseModel
 
 from forecourt.domain.urls import OutboundUrl, save_context, url_problem
 from forecourt.errors import InvalidParams, UnsafeTarget
 from forecourt.netguard import UNRESOLVED, resolve_public
+
+if TYPE_CHECKING:  # httpx2 (the MCP SDK's client) is imported by the upstream connections that use it
+    import httpx2
 
 __all__ = [
     "OutboundUrl",
@@ -161,6 +163,8 @@ def guarded_transport2(
     *, allow_private: bool, allowed_hosts: Iterable[str] = (), **kwargs: Any
 ) -> httpx2.AsyncHTTPTransport:
     """:func:`guarded_transport` for ``httpx2`` (the client the MCP SDK's Streamable HTTP transport takes)."""
+    import httpx2
+
     transport = httpx2.AsyncHTTPTransport(**kwargs)
     pool: Any = transport._pool
     pool._network_backend = _GuardedBackend(

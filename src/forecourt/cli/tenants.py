@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-import yaml
 
 from forecourt.cli.common import ConfigOption, console, load_settings, refuse, run, services_for
 from forecourt.cli.output import JsonOption, print_json, print_record, print_rows
@@ -376,6 +375,8 @@ def export_tenants(
     if as_json:
         print_json(document)
         return
+    import yaml
+
     text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=110)
     if output is None:
         sys.stdout.write(text)
