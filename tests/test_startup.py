@@ -13,7 +13,10 @@ import pytest
 FORECOURT = Path(sys.executable).parent / "forecourt"
 ROOT = Path(__file__).resolve().parent.parent
 
-OPTIONAL_HEAVY = ("alembic", "mcp", "mcp_types", "a2a", "numpy", "redis")
+OPTIONAL_HEAVY = (
+    *("alembic", "mcp", "mcp_types", "a2a", "numpy", "redis"),
+    *("SpiffWorkflow", "lxml", "starlette", "httpx2"),
+)
 """Libraries a one-shot command that reaches neither their feature nor a migration must not import."""
 
 _RUN_AND_LIST_MODULES = """

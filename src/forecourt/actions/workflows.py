@@ -8,7 +8,7 @@ from typing import Any
 
 from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionContext, Handler
 from forecourt.actions.common import admin_action
-from forecourt.adapters.workflow import engine
+from forecourt.adapters.workflow import MAX_BPMN_BYTES
 from forecourt.adapters.workflow.admin import ADAPTER_ID as ADMIN_ADAPTER_ID
 from forecourt.adapters.workflow.admin import WorkflowAdminAdapter
 from forecourt.adapters.workflow.runner import WorkflowRunner
@@ -172,7 +172,7 @@ WORKFLOW_ADMIN_ACTIONS: tuple[Action, ...] = (
     _admin(
         "admin.workflows.upload",
         "Upload a BPMN 2.0 definition for the company; it becomes the next version of `workflow_id`.",
-        {"workflow_id": WORKFLOW_ID, "bpmn": {"type": "string", "minLength": 1, "maxLength": engine.MAX_BPMN_BYTES}},
+        {"workflow_id": WORKFLOW_ID, "bpmn": {"type": "string", "minLength": 1, "maxLength": MAX_BPMN_BYTES}},
         ["workflow_id", "bpmn"],
         write=True,
     ),

@@ -32,11 +32,13 @@ from SpiffWorkflow.spiff.specs.defaults import ServiceTask  # type: ignore[impor
 from SpiffWorkflow.util.task import TaskState  # type: ignore[import-untyped]
 
 from forecourt import caching
+from forecourt.adapters.workflow import MAX_BPMN_BYTES
 from forecourt.adapters.workflow.errors import InvalidDefinition, UnsafeExpression
 from forecourt.adapters.workflow.expressions import SandboxScriptEngine, compile_checked
 
-MAX_BPMN_BYTES = 512 * 1024
 PENDING_KEY = "forecourt_request"
+ENGINE_ERRORS = (SpiffWorkflowException, UnsafeExpression, ValueError, TypeError, KeyError)
+"""What a step of the engine raises when a script or the definition fails (the run fails, not the call)."""
 _NS = {
     "bpmn": "http://www.omg.org/spec/BPMN/20100524/MODEL",
     "spiffworkflow": "http://spiffworkflow.org/bpmn/schema/1.0/core",

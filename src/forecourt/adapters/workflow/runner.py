@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from SpiffWorkflow.exceptions import SpiffWorkflowException  # type: ignore[import-untyped]
-
 from forecourt.adapters.workflow import engine
 from forecourt.adapters.workflow.builtins import Builtins
 from forecourt.adapters.workflow.definitions import resolve
@@ -34,7 +32,6 @@ from forecourt.adapters.workflow.errors import (
     RunBusy,
     RunNotFound,
     TaskNotWaiting,
-    UnsafeExpression,
 )
 from forecourt.adapters.workflow.repository import RunRecord, WorkflowRepository
 from forecourt.adapters.workflow.views import run_view, summary_view, validate_submission
@@ -47,7 +44,6 @@ DEFAULT_LEASE_S = 60.0
 MAX_LOG_ENTRIES = 500
 # A workflow must not start or drive workflows: that would nest bulkheads and leases without bound.
 FORBIDDEN_OPERATORS = frozenset({"workflow.run", "workflow.complete_task", "workflow.resume"})
-_ENGINE_ERRORS = (SpiffWorkflowException, UnsafeExpression, ValueError, TypeError, KeyError)
 
 
 @dataclass
@@ -238,7 +234,7 @@ class WorkflowRunner:
         """Run synchronous engine code; a script failure fails the run instead of raising."""
         try:
             fn()
-        except _ENGINE_ERRORS as exc:
+        except engine.ENGINE_ERRORS as exc:
             error = _engine_error(exc, task)
             logger.info("workflow run %s failed in task %s: %s", active.record.id, error["task"], error["reason"])
             self._log(active, "task.failed", task=error["task"], code=error["code"], reason=error["reason"])
