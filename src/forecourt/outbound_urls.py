@@ -22,15 +22,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, get_args
 
-import httpcore
-import httpx
 from pydantic import BaseModel
 
 from forecourt.domain.urls import OutboundUrl, save_context, url_problem
 from forecourt.errors import InvalidParams, UnsafeTarget
 from forecourt.netguard import UNRESOLVED, resolve_public
 
-if TYPE_CHECKING:  # httpx2 (the MCP SDK's client) is imported by the upstream connections that use it
+if TYPE_CHECKING:  # the HTTP clients are imported by the code that makes a transport, not with every URL type
+    import httpx
     import httpx2
 
 __all__ = [
@@ -104,11 +103,11 @@ async def check_saved_urls(urls: Iterable[tuple[str, str | None]], *, allow_priv
     return problems
 
 
-class _GuardedBackend(httpcore.AsyncNetworkBackend):
+class _GuardedBackend:
     """Resolves each host once, refuses non-public addresses, and connects to the address it checked.
 
     Wraps the network backend of ``httpcore`` (``httpx``) or of ``httpcore2`` (``httpx2``, the MCP SDK's client):
-    both call the same three methods.
+    both call the same three methods (an ``AsyncNetworkBackend`` by its methods; its base class is not needed).
     """
 
     def __init__(self, inner: Any, *, allow_private: bool, allowed_hosts: Iterable[str]):
@@ -149,8 +148,10 @@ def guarded_transport(
     *, allow_private: bool, allowed_hosts: Iterable[str] = (), **kwargs: Any
 ) -> httpx.AsyncHTTPTransport:
     """An ``httpx`` transport that checks every connection's resolved address and connects to exactly it."""
+    import httpx
+
     transport = httpx.AsyncHTTPTransport(**kwargs)
-    pool = transport._pool
+    pool: Any = transport._pool
     pool._network_backend = _GuardedBackend(
         pool._network_backend,
         allow_private=allow_private,

@@ -21,11 +21,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
-
-import httpx
-import jwt
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from typing import TYPE_CHECKING, Any
 
 from forecourt import caching
 from forecourt.domain.tenancy import Company, Member
@@ -35,6 +31,10 @@ from forecourt.gateway.auth.common import Clock, MemberDirectory, TenancySource,
 from forecourt.gateway.base import Credentials, Principal
 from forecourt.netguard import check_url_async
 from forecourt.outbound_urls import guarded_transport
+
+if TYPE_CHECKING:  # PyJWT, cryptography and httpx are imported when a JWT is verified, not by every process
+    import httpx
+    import jwt
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +88,8 @@ class _KeySet:
 
 
 def _parse_jwks(document: Any) -> _KeySet:
+    import jwt
+
     keys: dict[str, jwt.PyJWK] = {}
     unnamed: list[jwt.PyJWK] = []
     raw_keys = document.get("keys") if isinstance(document, dict) else None
@@ -158,6 +160,8 @@ class JwksCache:
 
     async def _get_json(self, url: str) -> Any:
         await check_url_async(url, allow_private=self._allow_private, allowed_hosts=self._allowed_hosts)
+        import httpx
+
         if self._client is None:
             transport = guarded_transport(allow_private=self._allow_private, allowed_hosts=self._allowed_hosts)
             self._client = httpx.AsyncClient(timeout=self._timeout_s, follow_redirects=False, transport=transport)
@@ -251,6 +255,8 @@ def _token_scopes(claims: Mapping[str, Any]) -> frozenset[str] | None:
 
 
 def _check_key_type(key: jwt.PyJWK, alg: str) -> None:
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
     material = key.key
     if alg == "RS256" and isinstance(material, rsa.RSAPublicKey):
         return
@@ -327,6 +333,8 @@ class OidcAuthenticator:
         raise failure
 
     def _peek(self, token: str) -> tuple[str, str | None, str]:
+        import jwt
+
         try:
             header = jwt.get_unverified_header(token)
             unverified = jwt.decode(token, options={"verify_signature": False})
@@ -351,6 +359,8 @@ class OidcAuthenticator:
             logger.warning("company %s: JWKS URL refused by the SSRF guard", company.id)
             raise Unauthorized("The token issuer is not usable.") from exc
         _check_key_type(key, alg)
+        import jwt
+
         try:
             claims: dict[str, Any] = jwt.decode(
                 token,

@@ -18,12 +18,8 @@ import ipaddress
 import logging
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
-
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.x509.oid import NameOID
-from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
 
 from forecourt.domain.tenancy import Member
 from forecourt.domain.timeutil import utcnow
@@ -31,6 +27,9 @@ from forecourt.errors import Expired, Unauthorized
 from forecourt.gateway.auth.common import MemberDirectory, Now, TenancySource, require_usable_member
 from forecourt.gateway.base import Credentials, Principal
 from forecourt.settings import Settings
+
+if TYPE_CHECKING:  # cryptography is imported when a certificate is first read, not by every gateway
+    from cryptography import x509
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +43,8 @@ def load_certificate(pem: str) -> x509.Certificate:
     Raises:
         Unauthorized: The text holds no parsable certificate.
     """
+    from cryptography import x509
+
     try:
         return x509.load_pem_x509_certificate(pem.strip().encode())
     except ValueError as exc:
@@ -59,6 +60,8 @@ def certificate_fingerprint(cert: x509.Certificate | str) -> str:
     Returns:
         64 hex digits, no colons.
     """
+    from cryptography.hazmat.primitives import serialization
+
     parsed = load_certificate(cert) if isinstance(cert, str) else cert
     return hashlib.sha256(parsed.public_bytes(serialization.Encoding.DER)).hexdigest()
 
@@ -116,7 +119,15 @@ class TrustedProxies:
         return any(ip.version == net.version and ip in net for net in self._networks)
 
 
+def _load_anchors(pem: str) -> list[x509.Certificate]:
+    from cryptography import x509
+
+    return x509.load_pem_x509_certificates(pem.encode())
+
+
 def _common_name(cert: x509.Certificate) -> str | None:
+    from cryptography.x509.oid import NameOID
+
     names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     if not names:
         return None
@@ -152,11 +163,7 @@ class MtlsAuthenticator:
         self._proxies = TrustedProxies(trusted_proxies)
         self._directory = directory or MemberDirectory(store)
         self._require_cn = require_cn_match
-        self._anchors = (
-            x509.load_pem_x509_certificates(forwarded_trust_anchors_pem.encode())
-            if forwarded_trust_anchors_pem
-            else None
-        )
+        self._anchors = _load_anchors(forwarded_trust_anchors_pem) if forwarded_trust_anchors_pem else None
         self._now = now
 
     @classmethod
@@ -236,6 +243,8 @@ class MtlsAuthenticator:
             raise Expired("The client certificate has expired.")
 
     def _check_chain(self, cert: x509.Certificate) -> None:
+        from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
+
         assert self._anchors is not None
         verifier = PolicyBuilder().store(Store(self._anchors)).time(self._now()).build_client_verifier()
         try:

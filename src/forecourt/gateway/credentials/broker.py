@@ -14,15 +14,17 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forecourt.contract.errors import CredentialUnavailable
 from forecourt.gateway.auth.common import TenancySource
 from forecourt.gateway.base import CredentialProvider, IssuedCredential
-from forecourt.gateway.credentials.google import GoogleCredentialProvider
 from forecourt.gateway.credentials.secret import SecretProvider
 from forecourt.gateway.credentials.signed_jwt import SignedJwtProvider
 from forecourt.settings import Settings
+
+if TYPE_CHECKING:  # google-auth (and httpx) are imported when an adapter first asks for a Google credential
+    from forecourt.gateway.credentials.google import GoogleCredentialProvider
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +120,8 @@ class CredentialBroker:
     def _provider(self, kind: str) -> CredentialProvider:
         provider = self._providers.get(kind)
         if provider is None and kind == "google":
+            from forecourt.gateway.credentials.google import GoogleCredentialProvider
+
             self._google = GoogleCredentialProvider(environ=self._environ)
             provider = self._providers["google"] = self._google
         if provider is None:

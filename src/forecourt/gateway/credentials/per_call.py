@@ -24,13 +24,14 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from forecourt.contract.errors import CredentialUnavailable
 
 logger = logging.getLogger(__name__)
+
+if TYPE_CHECKING:  # httpx is imported by the first token exchange, not by every process that builds the broker
+    import httpx
 
 STS_URL = "https://sts.googleapis.com/v1/token"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"  # noqa: S105 (a grant type, not a secret)
@@ -160,6 +161,8 @@ class DownscopedExchange:
         self._clients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
 
     def _client(self) -> httpx.AsyncClient:
+        import httpx
+
         loop = asyncio.get_running_loop()
         for key in [k for k, (lp, _) in self._clients.items() if lp.is_closed()]:
             del self._clients[key]
@@ -196,6 +199,8 @@ class DownscopedExchange:
             "options": json.dumps(options, separators=(",", ":")),
         }
         url = str(settings.get("sts_url") or STS_URL)
+        import httpx
+
         try:
             response = await self._client().post(url, data=form)
         except httpx.HTTPError as exc:

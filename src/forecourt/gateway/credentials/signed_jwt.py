@@ -13,11 +13,7 @@ import os
 import secrets
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any
-
-import jwt
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from typing import TYPE_CHECKING, Any
 
 from forecourt.contract.errors import CredentialUnavailable
 from forecourt.contract.secrets import read_secret
@@ -25,6 +21,9 @@ from forecourt.domain.timeutil import utcnow
 from forecourt.gateway.auth.common import Now
 from forecourt.gateway.base import IssuedCredential
 from forecourt.gateway.credentials.per_call import call_claims, current_call_scope
+
+if TYPE_CHECKING:  # PyJWT and cryptography are imported when a token is first minted
+    from cryptography.hazmat.primitives.asymmetric import rsa
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +65,9 @@ class SignedJwtProvider:
         cached = self._rsa_keys.get(digest)
         if cached is not None:
             return cached
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
         try:
             key = serialization.load_pem_private_key(secret.encode(), password=None)
         except (ValueError, TypeError) as exc:
@@ -118,6 +120,8 @@ class SignedJwtProvider:
         if config.get("call_claims", True) is not False:
             claims.update(call_claims(current_call_scope()))
         headers = {"kid": str(config["kid"])} if config.get("kid") else None
+        import jwt
+
         token = jwt.encode(claims, self._signing_key(algorithm, config), algorithm=algorithm, headers=headers)
         logger.debug("minted %s token for adapter %s (ttl %ds)", algorithm, adapter_id, ttl_s)
         return IssuedCredential(
