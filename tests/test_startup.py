@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OPTIONAL_HEAVY = (
     *("alembic", "mcp", "mcp_types", "a2a", "numpy", "redis"),
     *("SpiffWorkflow", "lxml", "starlette", "httpx2"),
+    *("httpx", "httpcore", "trio", "jwt", "cryptography"),
 )
 """Libraries a one-shot command that reaches neither their feature nor a migration must not import."""
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionContext
 from forecourt.actions.console_common import console_action, require_admin
 from forecourt.actions.toolsets import offered
@@ -23,6 +21,8 @@ from forecourt.domain.tenancy import Policy
 from forecourt.errors import InvalidParams
 
 if TYPE_CHECKING:
+    import httpx
+
     from forecourt.gateway.pipeline import Gateway
 
 ADAPTER_ID = "policy_preflight"
@@ -90,6 +90,8 @@ class PolicyPreflight:
     async def _aap(
         self, dealership_id: str, policies: list[Policy] | None, company_id: str
     ) -> list[tuple[str, bool, str]]:
+        import httpx
+
         from forecourt.adapters.aap.checker import run_check
 
         if self.transport is None:

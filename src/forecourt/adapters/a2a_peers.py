@@ -20,8 +20,6 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import uuid4
 
-import httpx
-
 from forecourt.adapters.errors import PeerNotConfigured, PeerUnavailable
 from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.domain.aap_spec import normalise_numbers
@@ -75,6 +73,7 @@ class A2APeerAdapter:
 
     async def execute(self, payload: Mapping[str, Any], context: ExecutionContext) -> AdapterResult:
         """Send the task and wait for it to finish or to need input."""
+        import httpx
         from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
         from a2a.client.errors import A2AClientError
         from a2a.helpers import new_data_part

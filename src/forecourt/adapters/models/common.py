@@ -18,9 +18,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Generic, Literal, TypeVar
-
-import httpx
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from forecourt.adapters.errors import ModelNotFound, ModelRequestRejected, RuntimeNotConfigured, UpstreamForbidden
 from forecourt.contract import AdapterResult
@@ -36,6 +34,9 @@ from forecourt.errors import (
 from forecourt.netguard import check_url_async
 from forecourt.outbound_urls import guarded_transport
 from forecourt.settings import Settings
+
+if TYPE_CHECKING:  # httpx is imported when a runtime's first HTTP client is made, not with the catalogue
+    import httpx
 
 logger = logging.getLogger(__name__)
 
@@ -350,5 +351,7 @@ def auth_headers(credential: Any) -> dict[str, str]:
 def endpoint_http_client(pin: bool | None) -> httpx.AsyncClient:
     """An HTTP client for a model endpoint: ``pin`` (a company's endpoint: whether private targets are allowed) makes
     every connection resolve once and go only to the checked address; ``None`` (the operator's own) is trusted."""
+    import httpx
+
     transport = guarded_transport(allow_private=pin) if pin is not None else None
     return httpx.AsyncClient(follow_redirects=False, transport=transport)

@@ -19,8 +19,6 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from forecourt.adapters.models.common import (
     LoopLocal,
     auth_headers,
@@ -33,7 +31,9 @@ from forecourt.contract import ExecutionContext
 from forecourt.errors import Timeout
 from forecourt.store.model_jobs import ModelJob
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # httpx comes with the runtime's first HTTP client (endpoint_http_client)
+    import httpx
+
     from forecourt.adapters.models.nvidia import NvidiaAdapter
 
 logger = logging.getLogger(__name__)
@@ -78,6 +78,8 @@ class CustomizerJobs:
     async def _request(self, context: ExecutionContext, method: str, path: str, body: Any = None) -> dict[str, Any]:
         url = await self.adapter.endpoint(context, "customizer", "base_url")
         base, pin = url.rstrip("/"), self.adapter.pinned.get(url)
+        import httpx
+
         client = self._clients.get(f"{base}|{pin}", lambda: endpoint_http_client(pin))
         timeout = self.adapter.timeout(context)
         try:

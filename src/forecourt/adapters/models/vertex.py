@@ -9,8 +9,8 @@ tokens before they expire, and the SDK must never try to refresh one itself.
 
 Building an SDK client costs far more than a call's overhead should (hundreds of milliseconds: TLS contexts, HTTP
 clients), so one client per event loop and endpoint serves every call; the per-call token reaches it through a
-context variable (:class:`CallToken`), which keeps concurrent calls of different companies apart. The SDK's
-implicit retries are off (no ``retry_options``).
+context variable (:class:`~.vertex_token.CallToken`), which keeps concurrent calls of different companies apart.
+The SDK's implicit retries are off (no ``retry_options``).
 """
 
 from __future__ import annotations
@@ -18,12 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
-
-import httpx
-from google.auth import credentials as google_credentials
-from google.auth import exceptions as google_exceptions
 
 from forecourt.adapters.errors import RuntimeNotConfigured
 from forecourt.adapters.models.common import (
@@ -45,41 +40,18 @@ from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.errors import InvalidParams, Timeout
 
 if TYPE_CHECKING:  # google-genai is imported on first use: ~0.3 s and tens of MB in every process otherwise
+    import httpx
     from google.genai import Client, types
 
 logger = logging.getLogger(__name__)
 
 RUNTIME = "vertex"
-_CALL_TOKEN: ContextVar[str | None] = ContextVar("forecourt_vertex_token", default=None)
-
-
-class CallToken(google_credentials.Credentials):
-    """Google credentials whose access token is the current call's (a context variable, so per task).
-
-    No expiry: the gateway's broker refreshes tokens before they expire; the SDK must never refresh one itself.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]
-
-    @property
-    def token(self) -> str | None:
-        """The token of the call running in this context."""
-        return _CALL_TOKEN.get()
-
-    @token.setter
-    def token(self, value: Any) -> None:
-        del value  # the base class assigns None at construction; the context variable is the source
-
-    def refresh(self, request: Any) -> None:
-        """Refusing: a missing token means the gateway issued none."""
-        del request
-        raise google_exceptions.RefreshError("no access token for this call")  # type: ignore[no-untyped-call]
 
 
 @contextlib.contextmanager
 def provider_errors() -> Iterator[None]:
     """Turn the SDK's and httpx's exceptions into gateway errors (never carrying Google's message)."""
+    import httpx
     from google.genai import errors
 
     try:
@@ -155,6 +127,8 @@ def _new_client(
     checks every connection's address when it is made and connects to exactly that address."""
     from google.genai import Client, types
 
+    from forecourt.adapters.models.vertex_token import CallToken
+
     http = endpoint_http_client(pin)
     options: dict[str, Any] = {"api_version": api_version, "timeout": int(timeout_s * 1000), "httpx_async_client": http}
     if base_url:
@@ -228,7 +202,9 @@ class VertexAdapter:
         timeout_s = float(config.get("timeout_s", context.action.timeout_s))
         base_url = await self.endpoint(context)
         api_version = str(config.get("api_version") or "v1")
-        _CALL_TOKEN.set(credential.value)  # this task's token; the shared client reads it per request
+        from forecourt.adapters.models.vertex_token import CALL_TOKEN
+
+        CALL_TOKEN.set(credential.value)  # this task's token; the shared client reads it per request
         key = f"{project}|{location}|{base_url}|{api_version}|{timeout_s}"
         pin = self.pinned_for(base_url) if base_url else None
         pair = self._clients.get(

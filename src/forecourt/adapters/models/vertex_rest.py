@@ -21,8 +21,6 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from forecourt.adapters.errors import RuntimeNotConfigured
 from forecourt.adapters.models.common import (
     LoopLocal,
@@ -36,7 +34,9 @@ from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.errors import InvalidParams, Timeout
 from forecourt.store.model_jobs import ModelJob
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # httpx comes with the runtime's first HTTP client (endpoint_http_client)
+    import httpx
+
     from forecourt.adapters.models.vertex import VertexAdapter
 
 logger = logging.getLogger(__name__)
@@ -81,6 +81,8 @@ class VertexRest:
         if credential is None or credential.kind != "bearer" or not credential.value:
             raise RuntimeNotConfigured("Vertex AI needs a Google credential.", details={"runtime": RUNTIME})
         pin = self.adapter.pinned_for(url)
+        import httpx
+
         client = self._clients.get(f"vertex|{pin}", lambda: endpoint_http_client(pin))
         timeout = float(context.adapter_config.get("timeout_s", context.action.timeout_s))
         try:
