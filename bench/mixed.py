@@ -1,38 +1,33 @@
-"""What each in-process cache earns: CPU per call on the fair and mixed workloads, with each cache on and off.
+"""Mixed traffic on PostgreSQL + Redis: a capacity probe, then a soak at half capacity over MCP, A2A and REST.
 
-Runs the real app in process (``create_app``: access log and metrics, the guard, API-key authentication, the MCP
-direct path and the REST envelope, the gateway with policy, rate limits, the result cache and the audit journal)
-on the bulk data set of ``../shared/peers/fair.sh`` (50 rooftops x 2,000 vehicles, ``forecourt demo --bulk``),
-through ASGI calls without sockets, ``--concurrency`` in flight:
+The orchestrator makes its own PostgreSQL database (``fc_bench_mixed_<pid>``, dropped at the end unless
+``--keep``) and Redis prefix (its keys deleted at the end), runs ``forecourt db upgrade``, ``forecourt demo --bulk
+--dealerships 1000 --vehicles 200`` (company ``bench-motor-group``, member ``bench-agent``) and ``forecourt keys
+create --json``, reads a sample of each rooftop's stock (makes, bodies, years, prices, ids and VINs of available
+units) and starts the real server as production runs it: ``forecourt serve --workers 2`` with random 48-character
+secrets (no ``--dev``), ``FORECOURT_PUBLIC_BASE_URL``, rate limits raised to 10⁹/min, log level WARNING.
 
-- ``fair``: fair.sh's call: MCP ``tools/call inventory.search`` of the 20 cheapest, compact view, the 50
-  rooftops in turn, the result cache off.
-- ``mixed``: what varied traffic looks like: 5,000 distinct requests drawn Zipf-like (s = 1: a few popular,
-  a long tail), over rooftops drawn Zipf-like too (s = 0.8). 60 % MCP ``inventory.search`` with 0-3 filters
-  (make, model, body, price, year, condition), a sort, a page size and a view; 15 % ``inventory.get`` of a
-  vehicle; 10 % the AAP ``aap.inventory.search`` skill on the REST envelope; 10 % ``inventory.facets``; 5 %
-  ``dealer.information``. The result cache on (the default).
+A separate load-generator process (``--load``: asyncio streams on uvloop, keep-alive connections, bench/soak.py's
+client) sends a seeded mix. Rooftops are drawn by Zipf-like popularity; each call goes to one of the three front
+doors (MCP Streamable HTTP ``tools/call`` in the 2026-07-28 stateless era with the API key, A2A JSON-RPC
+``SendMessage`` with an AAP DataPart at ``/dealers/{id}/a2a/jsonrpc`` as an anonymous buyer agent, the REST envelope
+``POST /mcp/{action}`` with the API key):
 
-``--each`` measures every cache of ``forecourt.caching`` seen on the workload: for each, ``--rounds`` runs with
-everything on alternating with as many with it disabled (``caching.disable``: it misses every time and keeps
-nothing), each after a warm-up. Every run takes the next requests of the workload (mixed: new draws, as traffic
-brings them, not the ones a previous run made every cache remember). It prints per cache its hit rate with
-everything on and the median CPU per call (of the event loop's thread) with it off over the median with it on
-(> 1: the cache saves).
+- ``inventory.search`` with varied filters (make, body, price range, year), sorts (none, price asc/desc, year desc,
+  mileage asc) and page sizes; 45 % of searches go on to 1-3 more pages (``next_cursor``, AAP ``skip``), sent as
+  ``inventory.search/next`` in the following slots;
+- ``inventory.get`` by id and by VIN (AAP ``inventory.vehicle``), ``inventory.facets``, ``dealer.information``;
+- 5 % ``leads.create`` (AAP ``lead.submit``), each with a customer of its own (a unique e-mail) and consent.
 
-``--costs`` runs the workload one call at a time, counting each cache's lookups and hits, then again with every
-cache timing its misses (``caching.time_misses``: the CPU from the miss to the put of the value it lacked), a
-``--sample`` share of its hits answered as misses too, so that caches that always hit are timed in a warm process. It
-prints per cache: lookups and hit rate per call, the median cost of a miss, and the CPU a call saves by its hits
-(hits per call x (median miss cost - a hit's cost - the timer's own)), beside the CPU of a whole call. On a busy
-machine these medians hold still where end-to-end ratios do not.
+First a capacity probe (closed loop, ``--probe-connections`` connections, ``--warmup`` + ``--probe`` seconds), then
+the soak: open loop at ``--fraction`` (0.5) of the probe's throughput for ``--duration`` seconds (request *i* goes
+at ``t0 + i / rate``; one due while ``--max-in-flight`` are outstanding is skipped, and counts as an error). Every
+answer is checked (HTTP 200, no JSON-RPC error, no tool error, the AAP response type, the envelope's status 200).
+The server's RSS (sum over the serve process tree) is sampled every ``--sample`` seconds. Prints a table per action
+and door (count, errors, req/s, p50/p99), RSS in the soak's first and last minute, the load average before and
+after, and the verdict against the goal (p99 ≤ 50 ms, 0 errors, flat RSS); ``--out`` gets the JSON.
 
-    .venv/bin/python bench/mixed.py --db /tmp/fcb/fc.db --workload fair --costs
-    .venv/bin/python bench/mixed.py --db /tmp/fcb/fc.db --workload mixed --each --rounds 5
-
-Without ``--db`` the data set is generated first in a temporary folder (about a minute and a half); ``--url`` runs
-on another database (PostgreSQL: ``postgresql+asyncpg://...``, the fair workload only), generated there once. Pin it
-(``taskset -c 0``): this machine is noisy; compare only numbers of one run.
+    .venv/bin/python bench/mixed.py --duration 600 --out /tmp/mixed_traffic.json
 """
 
 from __future__ import annotations
@@ -41,376 +36,631 @@ import argparse
 import asyncio
 import json
 import os
-import random
-import sqlite3
-import statistics
+import secrets
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
-from itertools import accumulate, count, islice
+import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-DEALERS = [f"bench-{n:04d}" for n in range(1, 51)]
-PEPPER = "bench-pepper-0123456789abcdef"
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
-MAKES = {"Toyota": ["RAV4", "Camry", "Corolla", "Tacoma"], "Honda": ["Civic", "CR-V", "Accord", "Pilot"]}
-BODIES = ["sedan", "suv", "pickup", "minivan", "hatchback"]
-SORTS = ["price", "year", "mileage", "msrp", "last_verified_at"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-Request = tuple[str, str, bytes]  # door ("mcp" | "rest"), action, body
+import frontdoors as fd
+import soak
+from mixed_calls import DEALER_ACTION, DOORS, Call, Traffic, rooftops_from, verdict, wire
+
+GOAL_P99_MS = 50.0
+FLAT_RSS_GROWTH = 0.05  # flat: the soak's last minute's mean RSS within 5 % of its first minute's
+
+# ---------------------------------------------------------------------------------------------- load generator
 
 
-def _cli(*args: str) -> str:
-    forecourt = str(Path(sys.executable).with_name("forecourt"))
-    return subprocess.run([forecourt, *args], check=True, capture_output=True, text=True).stdout
+def _pick(ordered: list[float], q: float) -> float:
+    return round(ordered[min(int(q * len(ordered)), len(ordered) - 1)], 2)
 
 
-def _prepare(db: Path, url: str | None) -> str:
-    """The bulk data set in ``db`` or at ``url`` (generated when missing) and a new key for its bench agent."""
-    os.environ["FORECOURT_DATABASE_URL"] = url or f"sqlite+aiosqlite:///{db}"
-    if url is not None or not db.exists():
-        _cli("db", "upgrade")
-    if (url is not None and "bench-motor-group" not in _cli("companies", "list")) or (url is None and not db.exists()):
-        _cli("demo", "--bulk", "--dealerships", "50", "--vehicles", "2000")
-    made = _cli("keys", "create", "--company", "bench-motor-group", "--member", "bench-agent", "--json")
-    return str(json.loads(made)["key"])
+def latency_summary(ms: list[float]) -> dict[str, float]:
+    """p50/p95/p99/max of latencies in milliseconds (empty: {})."""
+    if not ms:
+        return {}
+    ordered = sorted(ms)
+    return {
+        "p50_ms": _pick(ordered, 0.5),
+        "p95_ms": _pick(ordered, 0.95),
+        "p99_ms": _pick(ordered, 0.99),
+        "max_ms": round(ordered[-1], 2),
+    }
 
 
-def _mcp(call_id: int, action: str, arguments: dict[str, Any]) -> Request:
-    params = {"name": action, "arguments": arguments, "_meta": META}
-    body = {"jsonrpc": "2.0", "id": call_id, "method": "tools/call", "params": params}
-    return "mcp", action, json.dumps(body).encode()
+@dataclass
+class Tally:
+    """Latencies and errors by ``action|door``, and the current reporting window's."""
 
+    lat: dict[str, list[float]] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+    first_errors: dict[str, list[str]] = field(default_factory=dict)
+    skipped: int = 0
+    lags: list[float] = field(default_factory=list)
+    window: list[float] = field(default_factory=list)
+    window_errors: int = 0
+    window_skipped: int = 0
 
-def _rest(action: str, payload: dict[str, Any]) -> Request:
-    return "rest", action, json.dumps({"payload": payload}).encode()
+    def add(self, call: Call, ms: float, ok: bool, why: str) -> None:
+        key = f"{call.action}|{call.door}"
+        self.lat.setdefault(key, []).append(ms)
+        self.window.append(ms)
+        if not ok:
+            self.errors[key] = self.errors.get(key, 0) + 1
+            self.window_errors += 1
+            seen = self.first_errors.setdefault(key, [])
+            if len(seen) < 3:
+                seen.append(why)
 
-
-def _search_args(rng: random.Random, dealer: str) -> dict[str, Any]:
-    args: dict[str, Any] = {"dealership_id": dealer}
-    for _ in range(rng.choice((0, 1, 1, 2, 2, 3))):
-        kind = rng.choice(("make", "model", "body", "price_max", "year_min", "condition"))
-        if kind == "make":
-            args["make"] = [rng.choice(list(MAKES))]
-        elif kind == "model":
-            make = rng.choice(list(MAKES))
-            args["make"], args["model"] = [make], [rng.choice(MAKES[make])]
-        elif kind == "body":
-            args["body"] = [rng.choice(BODIES)]
-        elif kind == "price_max":
-            args["price_max"] = rng.randrange(15_000, 60_000, 2_500) * 100
-        elif kind == "year_min":
-            args["year_min"] = rng.randrange(2016, 2026)
-        else:
-            args["condition"] = [rng.choice(("new", "used"))]
-    args["sort"] = {"field": rng.choice(SORTS), "order": rng.choice(("asc", "desc"))}
-    args["limit"] = rng.choice((10, 20, 20, 50))
-    args["view"] = rng.choice(("compact", "compact", "full"))
-    return args
-
-
-def _mixed_request(rng: random.Random, n: int, dealer: str, vehicles: dict[str, list[str]]) -> Request:
-    pick = rng.random()
-    if pick < 0.60:
-        return _mcp(n, "inventory.search", _search_args(rng, dealer))
-    if pick < 0.75:
-        return _mcp(n, "inventory.get", {"dealership_id": dealer, "vehicle_id": rng.choice(vehicles[dealer])})
-    if pick < 0.85:
-        args = _search_args(rng, dealer)
-        filters = {k: args[k] for k in ("make", "model", "body", "condition") if k in args}
-        payload = {
-            "dealership_id": dealer,
-            "type": "inventory.search.request",
-            "filters": filters,
-            "pagination": {"skip": 0, "limit": args["limit"]},
-            "sort": {"field": args["sort"]["field"], "order": args["sort"]["order"]},
+    def flush_window(self, at: float, seconds: float) -> dict[str, Any]:
+        line = {
+            "t": round(at, 1),
+            "requests": len(self.window),
+            "errors": self.window_errors,
+            "skipped": self.window_skipped,
+            "rps": round(len(self.window) / seconds, 1),
+            **latency_summary(self.window),
         }
-        return _rest("aap.inventory.search", payload)
-    if pick < 0.95:
-        args = {k: v for k, v in _search_args(rng, dealer).items() if k not in ("sort", "limit", "view")}
-        return _mcp(n, "inventory.facets", args)
-    return _mcp(n, "dealer.information", {"dealership_id": dealer})
+        self.window, self.window_errors, self.window_skipped = [], 0, 0
+        return line
+
+    def final(self, seconds: float) -> dict[str, Any]:
+        every = [x for values in self.lat.values() for x in values]
+        errors = sum(self.errors.values())
+        by_key = {
+            key: {
+                "count": len(values),
+                "errors": self.errors.get(key, 0),
+                "rps": round(len(values) / seconds, 2),
+                **latency_summary(values),
+                **({"first_errors": self.first_errors[key]} if key in self.first_errors else {}),
+            }
+            for key, values in sorted(self.lat.items())
+        }
+        lag = latency_summary(self.lags)
+        return {
+            "seconds": round(seconds, 1),
+            "requests": len(every),
+            "errors": errors,
+            "skipped": self.skipped,
+            "rps": round(len(every) / seconds, 1),
+            **latency_summary(every),
+            "send_lag_ms": {k.removesuffix("_ms"): v for k, v in lag.items()},
+            "by_key": by_key,
+        }
 
 
-def _zipf_weights(n: int, s: float = 1.0) -> list[float]:
-    return list(accumulate(1 / (k**s) for k in range(1, n + 1)))
+def _emit(record: dict[str, Any]) -> None:
+    print(json.dumps(record), flush=True)
 
 
-class Stream:
-    """A workload's requests, one after another: every run takes the next ones (mixed: a run meets new requests as
-    real traffic does, not the ones the previous run made every cache remember)."""
+class Loader:
+    """Sends the mix over keep-alive connections (bench/soak.py's client) and tallies the answers."""
 
-    def __init__(self, name: str, db: Path, seed: int = 7) -> None:
-        self._requests = _fair() if name == "fair" else _mixed(db, seed)
+    def __init__(self, base: str, token: str, traffic: Traffic, connections: int) -> None:
+        self.host_port = base.split("://", 1)[1].rstrip("/")
+        host, _, port = self.host_port.partition(":")
+        self.idle = [soak._Conn(host, int(port or 80)) for _ in range(connections)]
+        self.token, self.traffic = token, traffic
+        self.tally = Tally()
+        self.count_from = 0.0
+        self.sent = 0
 
-    def take(self, calls: int) -> list[Request]:
-        """The next ``calls`` requests."""
-        return list(islice(self._requests, calls))
+    def _bytes(self, call: Call) -> bytes:
+        self.sent += 1
+        path, headers, body = wire(call, self.token, f"{self.traffic.tag}-{self.sent}")
+        payload = json.dumps(body, separators=(",", ":")).encode()
+        head = [f"POST {path} HTTP/1.1", f"Host: {self.host_port}", "Content-Type: application/json"]
+        head += [f"{k}: {v}" for k, v in headers.items()] + [f"Content-Length: {len(payload)}"]
+        return ("\r\n".join(head) + "\r\n\r\n").encode() + payload
 
-
-def _fair() -> Iterator[Request]:
-    args = {"sort": {"field": "price"}, "limit": 20, "view": "compact"}
-    for i in count():
-        yield _mcp(i, "inventory.search", {"dealership_id": DEALERS[i % 50], **args})
-
-
-def _mixed(db: Path, seed: int) -> Iterator[Request]:
-    rng = random.Random(seed)
-    with sqlite3.connect(db) as conn:
-        vehicles: dict[str, list[str]] = {d: [] for d in DEALERS}
-        for dealer, vid in conn.execute("select dealership_id, id from vehicles where status = 'available'"):
-            if dealer in vehicles and len(vehicles[dealer]) < 400:
-                vehicles[dealer].append(vid)
-    dealer_weights = _zipf_weights(len(DEALERS), 0.8)
-    distinct = [
-        _mixed_request(rng, n, rng.choices(DEALERS, cum_weights=dealer_weights)[0], vehicles) for n in range(5000)
-    ]
-    weights = _zipf_weights(len(distinct))
-    while True:
-        yield from rng.choices(distinct, cum_weights=weights, k=1000)
-
-
-class App:
-    """The app in process, and ASGI calls into it."""
-
-    def __init__(self, key: str) -> None:
-        from forecourt.bootstrap import create_app
-        from forecourt.settings import Settings
-
-        self.app = create_app(Settings())
-        self.key = key.encode()
-        self.statuses: dict[int, int] = {}
-
-    async def start(self) -> None:
-        self._inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self._outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        await self._inbox.put({"type": "lifespan.startup"})
-        scope = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
-        self._lifespan = asyncio.create_task(self.app(scope, self._inbox.get, self._outbox.put))
-        started = await self._outbox.get()
-        if started["type"] != "lifespan.startup.complete":
-            raise SystemExit(f"the app did not start: {started}")
-
-    async def stop(self) -> None:
-        await self._inbox.put({"type": "lifespan.shutdown"})
-        await self._lifespan
-
-    async def call(self, request: Request) -> None:
-        door, action, body = request
-        path = "/mcp" if door == "mcp" else f"/mcp/{action}"
-        headers = [
-            (b"host", b"127.0.0.1:8000"),
-            (b"content-type", b"application/json"),
-            (b"authorization", b"Bearer " + self.key),
-            (b"content-length", str(len(body)).encode()),
-        ]
-        if door == "mcp":
-            headers += [
-                (b"accept", b"application/json, text/event-stream"),
-                (b"mcp-protocol-version", b"2026-07-28"),
-                (b"mcp-method", b"tools/call"),
-                (b"mcp-name", action.encode()),
-            ]
-        scope = {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
-            "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "", "headers": headers,
-            "client": ("127.0.0.1", 5555), "server": ("127.0.0.1", 8000), "state": {}, "extensions": {},
-        }  # fmt: skip
-
-        async def receive() -> dict[str, Any]:
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        async def send(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                self.statuses[message["status"]] = self.statuses.get(message["status"], 0) + 1
-
-        await self.app(scope, receive, send)
-
-    async def run(self, requests: list[Request], concurrency: int) -> float:
-        """CPU seconds per call of the event loop's thread over ``requests``.
-
-        The loop's thread runs every request (the SQLite reads too, inline); the audit writer's batches and the
-        journal's helper process are left out: they come in bursts that land in one window or the next.
-        """
-        queue = iter(requests)
-
-        async def worker() -> None:
-            for request in queue:
-                await self.call(request)
-
-        cpu = time.thread_time()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return (time.thread_time() - cpu) / len(requests)
-
-
-def _counts() -> dict[str, tuple[int, int]]:
-    from forecourt import caching
-
-    return {i.name: (i.hits, i.misses) for i in caching.snapshot()}
-
-
-def _rates(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for name, (hits, misses) in after.items():
-        h, m = hits - before.get(name, (0, 0))[0], misses - before.get(name, (0, 0))[1]
-        if h + m:
-            out[name] = {"lookups": h + m, "hit_rate": round(h / (h + m), 3)}
-    return out
-
-
-def _hit_cost() -> float:
-    """Seconds one hit of a cache costs (the least of several timings)."""
-    from forecourt import caching
-
-    cache: caching.Cache[str, int] = caching.lru("bench.hit_cost", 4)
-    cache.put("k", 1)
-    runs = []
-    for _ in range(7):
+    async def one(self, conn: soak._Conn, call: Call) -> None:
+        """Send ``call`` on ``conn`` and tally the answer (when it started after the warm-up)."""
+        request = self._bytes(call)
         started = time.perf_counter()
-        for _ in range(10_000):
-            cache.get("k")
-        runs.append((time.perf_counter() - started) / 10_000)
-    return min(runs)
+        try:
+            async with asyncio.timeout(10):
+                status, content = await conn.post(request)
+            ok, data, why = verdict(call, status, content)
+        except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError) as exc:
+            ok, data, why = False, None, type(exc).__name__
+        elapsed = (time.perf_counter() - started) * 1000
+        if ok:
+            self.traffic.answered(call, data)
+        if started >= self.count_from:
+            self.tally.add(call, elapsed, ok, why)
+
+    async def _returning(self, conn: soak._Conn, call: Call) -> None:
+        try:
+            await self.one(conn, call)
+        finally:
+            self.idle.append(conn)
+
+    async def report(self, t0: float, window: float) -> None:
+        """Print the window's line every ``window`` seconds (cancelled at the end)."""
+        at = t0 + window
+        while True:
+            await asyncio.sleep(max(0.0, at - time.perf_counter()))
+            _emit(self.tally.flush_window(at - t0, window))
+            at += window
+
+    async def closed(self, warmup: float, seconds: float) -> float:
+        """Every connection sends its next call as soon as the last is answered; returns the measured seconds."""
+        end = time.perf_counter() + warmup + seconds
+        self.count_from = end - seconds
+
+        async def worker(conn: soak._Conn) -> None:
+            while time.perf_counter() < end:
+                await self.one(conn, self.traffic.next_call())
+
+        await asyncio.gather(*(worker(c) for c in self.idle))
+        return time.perf_counter() - self.count_from
+
+    async def open(self, rate: float, seconds: float) -> float:
+        """Call *i* at ``t0 + i / rate`` on an idle connection, whatever the latency of earlier ones."""
+        tasks: set[asyncio.Task[None]] = set()
+        t0 = self.count_from = time.perf_counter()
+        i = 0
+        while (now := time.perf_counter()) < t0 + seconds:
+            due = int((now - t0) * rate) + 1 - i
+            if due <= 0:
+                await asyncio.sleep(t0 + i / rate - now)
+                continue
+            for _ in range(due):
+                self.tally.lags.append((now - (t0 + i / rate)) * 1000)
+                i += 1
+                if not self.idle:
+                    self.tally.skipped += 1
+                    self.tally.window_skipped += 1
+                    continue
+                task = asyncio.create_task(self._returning(self.idle.pop(), self.traffic.next_call()))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            await asyncio.sleep(0)
+        if tasks:
+            await asyncio.wait(tasks, timeout=15)
+        return time.perf_counter() - t0
 
 
-def _timer_floor() -> float:
-    """CPU seconds a timed miss reads when nothing is computed between the miss and the put (the timer's own)."""
-    from forecourt import caching
+async def load_main(args: argparse.Namespace) -> None:
+    """The load-generator process: one JSON line per window, then ``{"final": ...}``."""
+    traffic = Traffic(rooftops_from(args.world_data), seed=args.seed, tag=args.tag)
+    token = os.environ["MIXED_TRAFFIC_TOKEN"]
+    cpu_start = time.process_time()
+    if args.mode == "closed":
+        loader = Loader(args.load, token, traffic, args.connections)
+        reporter = asyncio.create_task(loader.report(time.perf_counter() + args.warmup, args.window))
+        seconds = await loader.closed(args.warmup, args.seconds)
+    else:
+        loader = Loader(args.load, token, traffic, args.max_in_flight)
+        reporter = asyncio.create_task(loader.report(time.perf_counter(), args.window))
+        seconds = await loader.open(args.rate, args.seconds)
+    reporter.cancel()
+    for conn in loader.idle:
+        conn.close()
+    _emit({"final": {**loader.tally.final(seconds), "client_cpu_s": round(time.process_time() - cpu_start, 2)}})
 
-    cache: caching.Cache[int, int] = caching.lru("bench.timer_floor", 4096)
-    cache._time(True, 0.0)
-    for key in range(4096):
-        cache.get(key)
-        cache.put(key, key)
-    floor = statistics.median(caching.miss_costs()["bench.timer_floor"])
-    cache._time(False, 0.0)
-    return floor
+
+# ---------------------------------------------------------------------------------------------- orchestrator
 
 
-async def _costs(app: App, stream: Stream, options: argparse.Namespace) -> dict[str, Any]:
-    from forecourt import caching
+def bench_env(db_url: str, redis_url: str, prefix: str, port: int, tmp: Path, extra: list[str]) -> dict[str, str]:
+    """The environment of every ``forecourt`` command of the run: production secrets, raised limits, ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FORECOURT_")}
+    env.update(
+        FORECOURT_DATABASE_URL=db_url,
+        FORECOURT_REDIS_URL=redis_url,
+        FORECOURT_REDIS_PREFIX=prefix,
+        FORECOURT_CURSOR_SECRET=secrets.token_urlsafe(36),
+        FORECOURT_API_KEY_PEPPER=secrets.token_urlsafe(36),
+        FORECOURT_HOST="127.0.0.1",
+        FORECOURT_PORT=str(port),
+        FORECOURT_PUBLIC_BASE_URL=f"http://127.0.0.1:{port}",
+        FORECOURT_LOG_LEVEL="WARNING",
+        FORECOURT_AUDIT_JOURNAL_DIR=str(tmp / "audit-journal"),
+        STATE_DIRECTORY=str(tmp),  # where serve leaves the bootstrap operator key (not the checkout's var/)
+    )
+    for rule in ("COMPANY", "MEMBER", "ACTION", "ANONYMOUS"):
+        env[f"FORECOURT_RATE_{rule}_PER_MINUTE"] = "1000000000"
+    env.update(item.split("=", 1) for item in extra)  # what-if settings: --server-env FORECOURT_X=Y
+    return env
 
-    windows = [await app.run(stream.take(200), 1) for _ in range(max(options.calls // 200, 1))]
-    call_us = statistics.median(windows) * 1e6
-    hit_us = _hit_cost() * 1e6 + _timer_floor() * 1e6  # a hit's cost, and what the timer adds to each miss
-    before = _counts()
-    await app.run(stream.take(options.calls), 1)
-    after = _counts()
-    caching.time_misses(True, sample=options.sample)
+
+async def create_db(admin_url: str, name: str) -> str:
+    """A fresh database ``name``; returns its SQLAlchemy URL."""
+    import asyncpg
+
+    conn = await asyncpg.connect(admin_url)
     try:
-        await app.run(stream.take(options.calls), 1)
-        costs = caching.miss_costs()
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await conn.execute(f'CREATE DATABASE "{name}"')
     finally:
-        caching.time_misses(False)
-    out: dict[str, Any] = {"call_cpu_us": round(call_us, 1), "hit_and_timer_us": round(hit_us, 2), "caches": {}}
-    for name, (hits, misses) in sorted(after.items()):
-        h, m = hits - before.get(name, (0, 0))[0], misses - before.get(name, (0, 0))[1]
-        if not h + m or name.startswith("bench."):
+        await conn.close()
+    return admin_url.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://", 1) + f"/{name}"
+
+
+async def drop_db(admin_url: str, name: str) -> None:
+    """Drop database ``name``."""
+    import asyncpg
+
+    conn = await asyncpg.connect(admin_url)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+def clear_redis(redis_url: str, prefix: str) -> int:
+    """Delete the run's Redis keys; returns how many there were."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+        for i in range(0, len(keys), 500):
+            client.delete(*keys[i : i + 500])
+        return len(keys)
+    finally:
+        client.close()
+
+
+def prepare_data(env: dict[str, str], dealerships: int, vehicles: int) -> str:
+    """Migrate, load the bulk rooftops and return a fresh API key of ``bench-agent``."""
+    forecourt = fd.FORECOURT
+    subprocess.run([forecourt, "db", "upgrade"], env=env, check=True, capture_output=True)
+    bulk = [forecourt, "demo", "--bulk", "--dealerships", str(dealerships), "--vehicles", str(vehicles)]
+    subprocess.run(bulk, env=env, check=True, capture_output=True)
+    create = [forecourt, "keys", "create", "--company", "bench-motor-group", "--member", "bench-agent", "--json"]
+    done = subprocess.run(create, env=env, check=True, capture_output=True, text=True)
+    return str(json.loads(done.stdout)["key"])
+
+
+async def read_world(db_url: str, per_rooftop: int = 20) -> dict[str, Any]:
+    """Each rooftop's makes, bodies, years, price points and a sample of its available units (ids and VINs)."""
+    import asyncpg
+
+    conn = await asyncpg.connect(db_url.replace("postgresql+asyncpg://", "postgresql://", 1))
+    try:
+        rows = await conn.fetch(
+            "SELECT dealership_id, id, vin, make, body, year, price_minor FROM vehicles "
+            "WHERE status = 'available' ORDER BY dealership_id, id"
+        )
+    finally:
+        await conn.close()
+    by_rooftop: dict[str, list[Any]] = {}
+    for row in rows:
+        by_rooftop.setdefault(row["dealership_id"], []).append(row)
+    rooftops = []
+    for rooftop_id, units in sorted(by_rooftop.items()):
+        prices = sorted(u["price_minor"] for u in units)
+        points = sorted(
+            {max(10_000, prices[int(q * (len(prices) - 1))] // 10_000 * 10_000) for q in (0.1, 0.3, 0.5, 0.7, 0.9)}
+        )
+        step = max(1, len(units) // per_rooftop)
+        rooftops.append(
+            {
+                "id": rooftop_id,
+                "makes": sorted({u["make"] for u in units}),
+                "bodies": sorted({u["body"] for u in units}),
+                "years": [min(u["year"] for u in units), max(u["year"] for u in units)],
+                "prices": points,
+                "vehicles": [[u["id"], u["vin"]] for u in units[::step][:per_rooftop]],
+            }
+        )
+    return {"rooftops": rooftops}
+
+
+class ProductionServer(fd.Server):
+    """``forecourt serve --workers N`` as production runs it: no ``--dev``, the environment's secrets."""
+
+    def __init__(self, env: dict[str, str], workers: int, log: Path) -> None:
+        self.port = int(env["FORECOURT_PORT"])
+        self.workers = workers
+        self._log = log.open("w")
+        command = [fd.FORECOURT, "serve", "--workers", str(workers), "--host", "127.0.0.1", "--port", str(self.port)]
+        self.proc = subprocess.Popen(
+            command, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def process_tree(root: int) -> list[int]:
+    """``root`` and every descendant (one scan of /proc)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
             continue
-        miss_us = statistics.median(costs[name]) * 1e6 if name in costs else None
-        saved = h / options.calls * (miss_us - hit_us) if miss_us is not None else None
-        out["caches"][name] = {
-            "lookups_per_call": round((h + m) / options.calls, 2),
-            "hit_rate": round(h / (h + m), 3),
-            "miss_us": None if miss_us is None else round(miss_us, 1),
-            "saved_us_per_call": None if saved is None else round(saved, 1),
-            "saved_share": None if saved is None else round(saved / call_us, 4),
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(entry))
+    found, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(parents.get(pid, []))
+    return sorted(found)
+
+
+class RssSampler:
+    """Every ``every`` seconds: (monotonic time, MB of RSS summed over the serve process tree, MB by process)."""
+
+    def __init__(self, root: int, every: float) -> None:
+        self.root, self.every = root, every
+        self.samples: list[tuple[float, float, dict[int, float]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            each = {p: fd.vm_kib(p, "VmRSS") / 1024 for p in process_tree(self.root)}
+            self.samples.append((time.monotonic(), sum(each.values()), each))
+            self._stop.wait(self.every)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def last_mb(self) -> float:
+        return round(self.samples[-1][1], 1) if self.samples else 0.0
+
+    def between(self, start: float, end: float) -> dict[str, Any]:
+        """RSS over [start, end]: first and last minute's means, the slope after the first minute, the verdict."""
+        inside = [s for s in self.samples if start <= s[0] <= end]
+        points = [(t - start, mb) for t, mb, _ in inside]
+        if not points:
+            return {}
+        span = end - start
+        first = [mb for t, mb in points if t < 60] or [points[0][1]]
+        last = [mb for t, mb in points if t >= span - 60] or [points[-1][1]]
+        first_mb, last_mb = sum(first) / len(first), sum(last) / len(last)
+        return {
+            "samples": len(points),
+            "first_minute_mb": round(first_mb, 1),
+            "last_minute_mb": round(last_mb, 1),
+            "growth_pct": round(100 * (last_mb - first_mb) / first_mb, 2),
+            "peak_mb": round(max(mb for _, mb in points), 1),
+            "slope_mb_per_min_after_first_minute": soak.slope_mb_per_min([p for p in points if p[0] >= 60]),
+            "flat": last_mb <= first_mb * (1 + FLAT_RSS_GROWTH),
+            "by_process_first_last_mb": {  # which process grew: the master, a worker, a journal helper
+                f"{pid} {_command(pid)}": [round(inside[0][2].get(pid, 0.0), 1), round(mb, 1)]
+                for pid, mb in inside[-1][2].items()
+            },
         }
-    return out
 
 
-async def _measure(options: argparse.Namespace, key: str) -> dict[str, Any]:
-    from forecourt import caching
-
-    stream = Stream(options.workload, options.db)
-    app = App(key)
-    await app.start()
+def _command(pid: int) -> str:
     try:
-        await app.run(stream.take(options.warm), options.concurrency)
-        if options.costs:
-            return {"workload": options.workload, "calls": options.calls, **await _costs(app, stream, options)}
-        before = _counts()
-        base = await app.run(stream.take(options.calls), options.concurrency)
-        rates = _rates(before, _counts())
-        report: dict[str, Any] = {"workload": options.workload, "calls": options.calls}
-        report["cpu_us_per_call"] = round(base * 1e6, 1)
-        report["caches"] = rates
-        if options.each:
-            names = [n for n in options.only.split(",") if n] or sorted(rates)
-            report["gain"] = await _each(app, stream, options, names)
-        report["statuses"] = app.statuses
-        return report
-    finally:
-        caching.enable_all()
-        await app.stop()
+        words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "?"
+    return " ".join(w.decode(errors="replace").rsplit("/", 1)[-1] for w in words[:3])[:60]
 
 
-async def _each(app: App, stream: Stream, options: argparse.Namespace, names: list[str]) -> dict[str, Any]:
-    from forecourt import caching
+def cache_metrics(port: int) -> dict[str, dict[str, float]]:
+    """Hits, misses and entries of every named cache so far (``/metrics``: every worker's, added up)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    found: dict[str, dict[str, float]] = {}
+    for line in text.splitlines():
+        for kind in ("hits_total", "misses_total", "entries"):
+            head = f'forecourt_process_cache_{kind}{{cache="'
+            if line.startswith(head):
+                name = line[len(head) :].split('"', 1)[0]
+                kinds = found.setdefault(name, {})
+                kinds[kind] = kinds.get(kind, 0.0) + float(line.rsplit(" ", 1)[1])
+    return found
 
-    async def timed() -> float:
-        await app.run(stream.take(options.warm), options.concurrency)
-        return await app.run(stream.take(options.calls), options.concurrency)
 
-    gains: dict[str, Any] = {}
-    for name in names:
-        on, off = [], []
-        for _ in range(options.rounds):  # on, off, on, off, ...: a drift of the machine falls on both alike
-            on.append(await timed())
-            caching.disable(name)
-            off.append(await timed())
-            caching.enable_all()
-        ratio = statistics.median(off) / statistics.median(on)
-        gains[name] = {
-            "off_over_on": round(ratio, 3),
-            "saved_us_per_call": round((statistics.median(off) - statistics.median(on)) * 1e6, 1),
-            "on_us": [round(v * 1e6) for v in on],
-            "off_us": [round(v * 1e6) for v in off],
+def run_loader(
+    args: argparse.Namespace, port: int, token: str, world: Path, mode: str, rate: float, sampler: RssSampler
+) -> dict[str, Any]:
+    """One load-generator process; its window lines go to stderr with the server's RSS; returns its final line."""
+    seconds = args.probe if mode == "closed" else args.duration
+    command = [sys.executable, __file__, "--load", f"http://127.0.0.1:{port}", "--world", str(world), "--mode", mode]
+    command += ["--seed", str(args.seed + (0 if mode == "closed" else 1)), "--tag", f"{os.getpid()}{mode[0]}"]
+    command += ["--connections", str(args.probe_connections), "--warmup", str(args.warmup), "--seconds", str(seconds)]
+    command += ["--rate", str(rate), "--window", str(args.window), "--max-in-flight", str(args.max_in_flight)]
+    loader = subprocess.Popen(
+        command, stdout=subprocess.PIPE, text=True, env={**os.environ, "MIXED_TRAFFIC_TOKEN": token}
+    )
+    final: dict[str, Any] = {"windows": []}
+    assert loader.stdout is not None
+    for line in loader.stdout:
+        record = json.loads(line)
+        if "final" in record:
+            final.update(record["final"])
+            continue
+        record.update(phase=mode, rss_mb=sampler.last_mb())
+        final["windows"].append(record)
+        print(json.dumps(record), file=sys.stderr, flush=True)
+    if loader.wait() != 0 or "requests" not in final:
+        raise RuntimeError(f"the load generator failed ({loader.returncode})")
+    return final
+
+
+def uptime() -> str:
+    """``uptime``'s line (the machine is shared: its load goes with the numbers)."""
+    return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+
+
+def serve_and_load(args: argparse.Namespace, env: dict[str, str], token: str, world: Path, log: Path) -> dict[str, Any]:
+    """Start the server, probe its capacity, soak it at ``--fraction`` of that; returns the results."""
+    port = int(env["FORECOURT_PORT"])
+    server = ProductionServer(env, args.workers, log)
+    try:
+        server.wait_ready(timeout=180)
+        sampler = RssSampler(server.proc.pid, args.sample)
+        sampler.start()
+        probe = run_loader(args, port, token, world, "closed", 0.0, sampler)
+        rate = round(probe["rps"] * args.fraction, 1)
+        cache_before = cache_metrics(port)
+        pids = process_tree(server.proc.pid)
+        cpu_before, machine_before = sum(fd.cpu_seconds(p) for p in pids), fd.machine_busy_seconds()
+        started = time.monotonic()
+        result = run_loader(args, port, token, world, "open", rate, sampler)
+        ended = time.monotonic()
+        cpu = sum(fd.cpu_seconds(p) for p in pids) - cpu_before
+        machine = [after - before for after, before in zip(fd.machine_busy_seconds(), machine_before, strict=True)]
+        cache_after = cache_metrics(port)
+        sampler.stop()
+        return {
+            "probe": probe,
+            "rate": rate,
+            "soak": result,
+            "rss": sampler.between(started, ended),
+            "result_cache": {
+                "hits": cache_after["gateway.result_cache"].get("hits_total", 0.0)
+                - cache_before.get("gateway.result_cache", {}).get("hits_total", 0.0),
+                "misses": cache_after["gateway.result_cache"].get("misses_total", 0.0)
+                - cache_before.get("gateway.result_cache", {}).get("misses_total", 0.0),
+            },
+            "cache_entries_at_end": {k: v["entries"] for k, v in sorted(cache_after.items()) if v.get("entries")},
+            "cpu": {  # during the soak: the server tree's cores, the load generator's, the whole machine's busy share
+                "server_cores": round(cpu / (ended - started), 2),
+                "server_cpu_ms_per_request": round(1000 * cpu / max(result["requests"], 1), 2),
+                "client_cores": round(result["client_cpu_s"] / (ended - started), 2),
+                "machine_busy_pct": round(100 * machine[0] / machine[1], 1),
+            },
         }
-        print(name, gains[name], file=sys.stderr, flush=True)
-    return gains
+    finally:
+        server.stop()
+
+
+def goal(summary: dict[str, Any]) -> dict[str, Any]:
+    """The soak against the goal: p99 ≤ 50 ms at half capacity, 0 errors, flat RSS."""
+    soak_result, rss = summary["soak"], summary["rss"]
+    over = {k: v["p99_ms"] for k, v in soak_result["by_key"].items() if v.get("p99_ms", 0) > GOAL_P99_MS}
+    checks = {
+        "p99_ms": soak_result.get("p99_ms"),
+        "p99_met": soak_result.get("p99_ms", float("inf")) <= GOAL_P99_MS,
+        "keys_over_p99_goal": over,
+        "errors": soak_result["errors"] + soak_result["skipped"],
+        "errors_met": soak_result["errors"] + soak_result["skipped"] == 0,
+        "rss_flat": bool(rss.get("flat")),
+    }
+    checks["met"] = checks["p99_met"] and checks["errors_met"] and checks["rss_flat"]
+    return checks
+
+
+def table(summary: dict[str, Any]) -> str:
+    """The soak per action and door, as Markdown (as pasted into docs/benchmarks.md)."""
+    soak_result = summary["soak"]
+    order = {name: i for i, name in enumerate(DEALER_ACTION)}
+    rows = sorted(
+        soak_result["by_key"].items(), key=lambda kv: (order[kv[0].split("|")[0]], DOORS.index(kv[0].split("|")[1]))
+    )
+    out = [
+        "| action | door | count | errors | req/s | p50 ms | p99 ms | max ms |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    cells = "| {} | {} | {count} | {errors} | {rps:.1f} | {p50_ms:.1f} | {p99_ms:.1f} | {max_ms:.0f} |"
+    for key, r in rows:
+        out.append(cells.format(*key.split("|"), **r))
+    s = soak_result
+    errors = f"{s['errors']} (+{s['skipped']} skipped)"
+    out.append(cells.format("**all**", "", **{**s, "errors": errors, "count": s["requests"]}))
+    return "\n".join(out)
+
+
+def orchestrate(args: argparse.Namespace) -> dict[str, Any]:
+    """Prepare the database, serve, probe, soak, clean up; returns the summary."""
+    name = f"fc_bench_mixed_{os.getpid()}"
+    prefix = f"{name}:"
+    summary: dict[str, Any] = {"uptime_before": uptime(), "database": name, "redis_prefix": prefix}
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        log = Path(args.log_dir or tmp) / "mixed-traffic-server.log"
+        db_url = asyncio.run(create_db(args.pg_admin, name))
+        try:
+            env = bench_env(db_url, args.redis, prefix, fd.free_port(), tmp, args.server_env)
+            summary["server_env"] = args.server_env
+            started = time.monotonic()
+            token = prepare_data(env, args.dealerships, args.vehicles)
+            world = asyncio.run(read_world(db_url))
+            summary["prepare_s"] = round(time.monotonic() - started, 1)
+            summary["rooftops"] = len(world["rooftops"])
+            world_file = tmp / "world.json"
+            world_file.write_text(json.dumps(world))
+            summary.update(serve_and_load(args, env, token, world_file, log))
+            if summary["soak"]["errors"]:
+                summary["server_log_tail"] = log.read_text(errors="replace")[-3000:]
+        finally:
+            if not args.keep:
+                asyncio.run(drop_db(args.pg_admin, name))
+            summary["redis_keys_deleted"] = clear_redis(args.redis, prefix)
+    summary["uptime_after"] = uptime()
+    summary["goal"] = goal(summary)
+    return summary
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", type=Path, default=None, help="the bulk data set (generated when not given)")
-    parser.add_argument("--url", default=None, help="a database URL instead of --db (fair workload only)")
-    parser.add_argument("--workload", choices=["fair", "mixed"], default="mixed")
-    parser.add_argument("--calls", type=int, default=3000)
-    parser.add_argument("--warm", type=int, default=1000, help="calls before each measured run")
-    parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--each", action="store_true", help="measure each cache off against everything on")
-    parser.add_argument("--costs", action="store_true", help="time each cache's misses, one call at a time")
-    parser.add_argument("--sample", type=float, default=0.125, help="with --costs: share of hits timed as misses")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--only", default="", help="with --each: only these caches (comma-separated)")
-    parser.add_argument("--disable", default="", help="comma-separated cache names to disable for the whole run")
-    options = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
-        os.environ.update(
-            FORECOURT_AUDIT_JOURNAL_DIR=f"{folder}/journal",
-            FORECOURT_API_KEY_PEPPER=PEPPER,
-            FORECOURT_CACHE_ENABLED="false" if options.workload == "fair" else "true",
-            FORECOURT_LOG_LEVEL="WARNING",
-            **{f"FORECOURT_RATE_{s}_PER_MINUTE": "1000000000" for s in ("COMPANY", "MEMBER", "ACTION", "ANONYMOUS")},
-        )
-        options.db = options.db or Path(folder) / "bench.db"
-        if options.url is not None and options.workload != "fair":
-            parser.error("--url runs the fair workload only (mixed reads its vehicle ids from the SQLite file)")
-        key = _prepare(options.db, options.url)
-        from forecourt import caching
-
-        caching.disable(*[n for n in options.disable.split(",") if n])
+    parser.add_argument("--duration", type=float, default=600, help="seconds of the soak")
+    parser.add_argument("--fraction", type=float, default=0.5, help="the soak's rate as a fraction of capacity")
+    parser.add_argument("--probe", type=float, default=30, help="seconds of the measured capacity probe")
+    parser.add_argument("--warmup", type=float, default=10, help="unmeasured seconds before the probe")
+    parser.add_argument("--probe-connections", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--dealerships", type=int, default=1000)
+    parser.add_argument("--vehicles", type=int, default=200, help="vehicles per dealership")
+    parser.add_argument("--seed", type=int, default=20261127)
+    parser.add_argument("--window", type=float, default=30, help="seconds per reported window")
+    parser.add_argument("--sample", type=float, default=5, help="seconds between RSS samples")
+    parser.add_argument("--max-in-flight", type=int, default=128)
+    parser.add_argument("--pg-admin", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
+    parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL database afterwards")
+    parser.add_argument("--log-dir", default=None, help="where the server log goes (default: a temporary directory)")
+    parser.add_argument("--out", default=None, help="write the JSON summary here")
+    parser.add_argument("--server-env", action="append", default=[], metavar="FORECOURT_X=Y", help="extra setting")
+    # the load generator (run by the orchestrator in its own process)
+    parser.add_argument("--load", metavar="BASE_URL", help=argparse.SUPPRESS)
+    parser.add_argument("--world", help=argparse.SUPPRESS)
+    parser.add_argument("--mode", choices=["closed", "open"], help=argparse.SUPPRESS)
+    parser.add_argument("--tag", default="x", help=argparse.SUPPRESS)
+    parser.add_argument("--connections", type=int, default=16, help=argparse.SUPPRESS)
+    parser.add_argument("--seconds", type=float, default=30, help=argparse.SUPPRESS)
+    parser.add_argument("--rate", type=float, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.load:
         import uvloop
 
-        print(json.dumps(uvloop.run(_measure(options, key)), indent=1))
+        args.world_data = json.loads(Path(args.world).read_text())
+        uvloop.run(load_main(args))
+        return
+    summary = orchestrate(args)
+    if args.out:
+        Path(args.out).write_text(json.dumps(summary, indent=2))
+    probe, rss, checks = summary["probe"], summary["rss"], summary["goal"]
+    print(f"{summary['uptime_before']}  (before)\n{summary['uptime_after']}  (after)")
+    print(
+        f"capacity (closed loop, {args.probe_connections} connections): {probe['rps']} req/s, "
+        f"p50 {probe.get('p50_ms')} ms, p99 {probe.get('p99_ms')} ms, {probe['errors']} errors"
+    )
+    print(f"soak: {summary['rate']} req/s for {args.duration:.0f} s ({args.fraction:.0%} of capacity)")
+    print(table(summary))
+    print(
+        f"RSS of the serve tree: first minute {rss.get('first_minute_mb')} MB, "
+        f"last minute {rss.get('last_minute_mb')} MB ({rss.get('growth_pct')} %), "
+        f"slope {rss.get('slope_mb_per_min_after_first_minute')} MB/min; by process (first, last MB): "
+        f"{json.dumps(rss.get('by_process_first_last_mb'))}"
+    )
+    print(f"result cache during the soak: {summary['result_cache']}; send lag {summary['soak']['send_lag_ms']}")
+    print(f"CPU during the soak: {summary['cpu']}")
+    outcome = "met" if checks["met"] else "NOT met"
+    print(f"goal (p99 <= {GOAL_P99_MS:.0f} ms, 0 errors, flat RSS): {outcome} {json.dumps(checks)}")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ only), so the store, the actions, the gateway and the surfaces all make their ca
   hits, misses, evictions (for size or age) and entries; :func:`snapshot` reads them (``gateway/telemetry`` turns
   them into ``forecourt_process_cache_*`` series), :func:`clear_all` empties every cache (the tests' one switch),
   and :func:`disable` makes named caches miss every time, :func:`time_misses` times what each miss costs until the
-  value it lacked is put (what ``bench/mixed.py`` measures a cache's gain with).
+  value it lacked is put (what ``bench/cache_earnings.py`` measures a cache's gain with).
 - :func:`memo` is a function's :class:`Cache` by its arguments' values (what ``functools.lru_cache`` was used for).
 - :func:`once` is not a cache: a process constant built at its first use (package data read once, a class declared
   once). It has no key space and never changes, so it is not bounded, counted or cleared.

@@ -1,4 +1,4 @@
-"""bench/mixed_traffic_calls.py: the mixed-traffic benchmark's calls are ones the catalogue accepts (no timing here)."""
+"""bench/mixed_calls.py: the mixed-traffic benchmark's calls are ones the catalogue accepts (no timing here)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from forecourt.actions.catalogue import register_dealer_actions
 from forecourt.contract import Catalogue
 from forecourt.domain.aap_spec import SKILLS_BY_ID
 
-CALLS_PY = Path(__file__).resolve().parents[2] / "bench" / "mixed_traffic_calls.py"
+CALLS_PY = Path(__file__).resolve().parents[2] / "bench" / "mixed_calls.py"
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 WORLD = {
     "rooftops": [
@@ -37,7 +37,7 @@ WORLD = {
 
 @pytest.fixture(scope="module")
 def calls() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("mixed_traffic_calls", CALLS_PY)
+    spec = importlib.util.spec_from_file_location("mixed_calls", CALLS_PY)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -1,4 +1,4 @@
-"""The request mix of bench/mixed_traffic.py: seeded calls over MCP, A2A and REST, and how each answer is judged.
+"""The request mix of bench/mixed.py: seeded calls over MCP, A2A and REST, and how each answer is judged.
 
 Plain standard library (no Forecourt import): a buyer agent's view of the wire. tests/bench_support checks that every
 call it makes validates against its action's input schema in the catalogue.
