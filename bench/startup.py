@@ -165,11 +165,11 @@ def _stdio(forecourt: str, env: dict[str, str], stderr_path: Path) -> dict[str, 
     }
 
 
-def prepare(forecourt: str, folder: Path) -> tuple[dict[str, str], str]:
+def prepare(forecourt: str, folder: Path, vehicles: int = 60) -> tuple[dict[str, str], str]:
     """A fresh database with the demo tenants, and an API key of the crm agent for stdio."""
     env = _env(folder / "startup.db")
     _run(forecourt, ["db", "upgrade"], env)
-    _run(forecourt, ["demo", "--vehicles", "60"], env)
+    _run(forecourt, ["demo", "--vehicles", str(vehicles)], env)
     _, _, out = _run(forecourt, ONE_SHOT["keys create"], env)
     return env, str(json.loads(out)["key"])
 
@@ -193,11 +193,12 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--only", action="append", help="only this command (repeat; e.g. 'keys list', 'mcp --stdio')")
     parser.add_argument("--json-only", action="store_true", help="print only the summary, as one JSON array")
     parser.add_argument("--keep", type=Path, help="prepare the database in this folder and keep it")
+    parser.add_argument("--vehicles", type=int, default=60, help="demo vehicles per dealership (default 60)")
     args = parser.parse_args(argv)
     folder = args.keep or Path(tempfile.mkdtemp(prefix="forecourt-startup-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        env, key = prepare(args.forecourt, folder)
+        env, key = prepare(args.forecourt, folder, args.vehicles)
         wanted = set(args.only or [*ONE_SHOT, "mcp --stdio"])
         summaries = []
         for name, command in ONE_SHOT.items():

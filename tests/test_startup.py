@@ -61,3 +61,22 @@ def test_a_one_shot_command_runs_through_the_gateway_without_importing_optional_
     loaded = set(done.stderr.rsplit("MODULES ", 1)[1].split())
     assert "forecourt" in loaded
     assert sorted(loaded.intersection(OPTIONAL_HEAVY)) == []
+
+
+@pytest.mark.slow
+def test_the_startup_benchmark_runs_and_reports_each_command_it_was_asked_for() -> None:
+    """Only that it runs: its timings are for docs/benchmarks.md, never asserted."""
+    only = ["--only", "keys list", "--only", "mcp --stdio"]
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "startup.py"), "--repeat", "1", "--vehicles", "1", *only, "--json-only"],
+        env={k: v for k, v in os.environ.items() if not k.startswith("FORECOURT_")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    summaries = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [(s["command"], s["runs"]) for s in summaries] == [("keys list", 1), ("mcp --stdio", 1)]
+    assert {"wall_s", "cpu_s"} <= set(summaries[0])
+    assert {"initialize_s", "cpu_at_initialize_s", "tools_list_s", "exit_s", "cpu_s"} <= set(summaries[1])
