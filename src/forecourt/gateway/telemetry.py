@@ -5,6 +5,7 @@ Metrics live in a registry per app (not the global one) so several apps can run 
 
 from __future__ import annotations
 
+import concurrent.futures.thread  # noqa: F401 - see configure_tracing: imported before any fork
 import logging
 import random
 import re
@@ -387,7 +388,14 @@ def forecourt_version() -> str:
 
 
 def configure_tracing(settings: Settings) -> trace.Tracer:
-    """The tracer; installs an SDK provider once per process (with OTLP export when configured)."""
+    """The tracer; installs an SDK provider once per process (with OTLP export when configured).
+
+    The SDK's provider re-detects the process's resource in every forked child, through a thread pool. A child
+    that uvloop forks to start a stdio upstream server runs that handler before it execs, and a first import of
+    ``concurrent.futures.thread`` there blocked the child for good (and the parent with it, which waits for the
+    exec: tests/upstream's stdio upstream, once nothing else had imported the module at start). This module
+    imports it at the top, so the handler imports nothing in a child.
+    """
     global _provider, _sampler
     if _provider is None:
         _sampler = ExportAwareSampler(configured_sampler(settings))
