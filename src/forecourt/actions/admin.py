@@ -30,6 +30,20 @@ _COMPANY = {"type": "string", "minLength": 1, "maxLength": 128}
 _OBJ: dict[str, Any] = {"type": "object"}
 
 
+def _time_field(payload: Mapping[str, Any], name: str) -> datetime | None:
+    """``payload[name]`` as an aware timestamp (``None`` when absent); anything else is a field error, never a 500."""
+    value = payload.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        return parse_rfc3339(str(value))
+    except ValueError:
+        problem = {"path": f"/{name}", "rule": "format", "expected": "date-time"}
+        raise InvalidParams(
+            f"{name} must be an RFC 3339 timestamp with an offset.", details={"errors": [problem]}
+        ) from None
+
+
 def _schema(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": required or [], "additionalProperties": False}
 
@@ -348,7 +362,7 @@ class AdminAdapter:
         return setting.model_dump(mode="json")
 
     async def _audit_list(self, payload: Mapping[str, Any], ctx: ExecutionContext, company_id: str) -> Any:
-        since = parse_rfc3339(str(payload["since"])) if payload.get("since") else None
+        since = _time_field(payload, "since")
         limit = int(payload.get("limit", 1000))
         after = payload.get("after_id")
         async with ctx.store.transaction() as uow:
