@@ -8,7 +8,8 @@ from forecourt.adapters.models import AgentPreferences, RoutePlanner
 from forecourt.domain.tenancy import Policy
 from forecourt.errors import ForecourtError
 
-from .support import MOTOR, error_of
+from .conftest import running_rig
+from .support import MOTOR, adapter_files, error_of
 
 RUNTIMES = {
     "vertex": {"models": ["gemini-1.5-pro", "gemini-1.5-flash"], "default_model": "gemini-1.5-pro"},
@@ -147,3 +148,43 @@ async def test_a_routed_error_keeps_its_code(rig, fakes):
 async def test_model_invoke_needs_the_models_scope(rig, fakes):
     response = await rig.rest("model.invoke", {"input": "hi"}, key="crm_leads_only")
     assert error_of(response)["code"] == "auth.insufficient_scope"
+
+
+def test_a_preferred_model_served_by_a_later_runtime_is_used():
+    route = plan({"input": "hi"}, {"agentConfig": {"modelAffinity": ["llama3.1"]}})
+    assert (route.runtime, route.model, route.reason) == (
+        "openai",
+        "llama3.1",
+        "default_order+agentConfig.modelAffinity",
+    )
+
+
+def test_a_preferred_model_wins_over_the_preferred_runtimes_default():
+    route = plan({"input": "hi"}, {"agentConfig": {"runtime": "vertex-agent", "modelAffinity": ["llama3.1"]}})
+    assert (route.runtime, route.model) == ("openai", "llama3.1")
+
+
+def test_preferred_models_are_tried_in_their_order_across_runtimes():
+    prefs = {"agentConfig": {"modelAffinity": ["nowhere", "meta/llama-3.1-8b-instruct", "llama3.1"]}}
+    planner = RoutePlanner(ROUTER, RUNTIMES)
+    routes = planner.routes({"input": "hi"}, AgentPreferences.from_agent_config(prefs), [])
+    assert [(r.runtime, r.model) for r in routes] == [
+        ("nvidia", "meta/llama-3.1-8b-instruct"),
+        ("openai", "llama3.1"),
+        ("vertex", "gemini-1.5-pro"),
+    ]
+
+
+async def test_a_runtime_without_its_configuration_answers_runtime_not_configured(template, fakes, tmp_path):
+    missing = tmp_path / "no-such-service-account.json"
+    vertex = {"project": "", "credentials": {"type": "google", "service_account_file": str(missing)}}
+    config_dir = adapter_files(tmp_path / "adapters", fakes, vertex=vertex)
+    async with running_rig(template, config_dir, tmp_path) as made:
+        for action, payload in (
+            ("vertex.invokeModel", {"input": "hi"}),
+            ("model.invoke", {"input": "hi", "runtime": "vertex"}),
+        ):
+            response = await made.rest(action, payload)
+            assert response.status_code == 503
+            assert error_of(response)["code"] == "models.runtime_not_configured"
+    assert fakes.vertex.requests == []

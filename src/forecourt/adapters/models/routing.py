@@ -1,15 +1,23 @@
 """``model.invoke``: route a generic model call to a runtime and model (seed 001 §12 "Agent preferences").
 
-The route, first match wins:
+The routes, most preferred first:
 
-1. runtime: the payload's ``runtime`` if given; else NVIDIA when the payload's ``task`` is one the member lists in
-   ``agentConfig.nvidia.useFor``; else the member's ``agentConfig.runtime``; then the remaining runtimes in the
+1. runtimes: the payload's ``runtime`` if given; else NVIDIA when the payload's ``task`` is one the member lists
+   in ``agentConfig.nvidia.useFor``; else the member's ``agentConfig.runtime``; then the remaining runtimes in the
    order of the ``models`` adapter configuration (``runtimes``). Runtime names go through ``aliases``
    (``vertex-agent`` → ``vertex``); a runtime configured with ``enabled: false`` is skipped.
-2. model, per runtime: the payload's ``model`` (which must be one a runtime lists in its ``models``); else the
-   member's ``modelAffinity`` entries that runtime lists, in order; else the runtime's ``default_model``.
+2. models: the payload's ``model`` (which must be one a runtime lists in its ``models``) on each runtime that
+   serves it. Else a runtime the payload or the task chose gets the member's ``modelAffinity`` entries it serves,
+   then its ``default_model``; after it, each ``modelAffinity`` entry in order on the first runtime (in the order
+   of 1.) that serves it — so ``["llama3.1"]`` reaches the OpenAI-compatible runtime even though Vertex comes
+   first — and only then each runtime's ``default_model``.
 3. only pairs the company's policies allow (the runtime's action, its adapter and the model, with the same
-   glob rules as the gateway's own decision) are considered; none left → ``policy.denied``.
+   glob rules as the gateway's own decision) are kept; none left → ``policy.denied``.
+
+The first route runs; when its runtime fails in a way another runtime could avoid (``timeout``,
+``upstream.unavailable``, ``credentials.unavailable``, ``models.runtime_not_configured``) and the ``models``
+configuration says ``fallback: true`` (a company may set it through its adapter settings), the next route on
+another runtime runs instead, and the answer's ``metadata.route`` says which runtime answered and which failed.
 
 The chosen call then runs through :meth:`Gateway.invoke` as the same caller, so policy, rate limits,
 credentials, timeouts and audit apply to it exactly as if the agent had called the runtime's action itself.
@@ -43,6 +51,7 @@ RUNTIME_ACTIONS: dict[str, tuple[str, str]] = {
 DEFAULT_ORDER = ("vertex", "nvidia", "openai")
 ROUTER_ID = "models"
 _FORWARDED = ("input", "messages", "system", "kind", "params", "stream")
+_CHOSEN = ("payload.runtime", "agentConfig.nvidia.useFor")
 
 
 @dataclass(frozen=True)
@@ -143,38 +152,62 @@ class RoutePlanner:
                 ordered.append((runtime, reason))
         return ordered
 
-    def _models(self, runtime: str, payload: Mapping[str, Any], prefs: AgentPreferences) -> Iterator[tuple[str, str]]:
+    def _candidates(self, payload: Mapping[str, Any], prefs: AgentPreferences) -> Iterator[tuple[str, str, str]]:
+        """Every (runtime, model, reason) worth trying, most preferred first (duplicates possible)."""
+        runtimes = self.runtime_order(payload, prefs)
         if payload.get("model"):
-            yield str(payload["model"]), "payload.model"
+            model = str(payload["model"])
+            if not payload.get("runtime"):
+                runtimes = [(r, why) for r, why in runtimes if self._serves(r, model)]
+                if not runtimes:
+                    raise ModelNotFound("No configured runtime offers this model.")
+            for runtime, why in runtimes:
+                yield runtime, model, f"{why}+payload.model"
             return
+        # A runtime the payload or the task chose is tried first, with the preferred models it serves.
+        chosen = [(r, why) for r, why in runtimes if why in _CHOSEN]
+        rest = [(r, why) for r, why in runtimes if why not in _CHOSEN]
+        for runtime, why in chosen:
+            for model in prefs.model_affinity:
+                if self._serves(runtime, model):
+                    yield runtime, model, f"{why}+agentConfig.modelAffinity"
+            yield from self._default(runtime, why)
+        # Then the preferred models wherever they are served (agentConfig.runtime only orders the runtimes), then
+        # each runtime's default model.
         for model in prefs.model_affinity:
-            if self._serves(runtime, model):
-                yield model, "agentConfig.modelAffinity"
+            for runtime, why in rest:
+                if self._serves(runtime, model):
+                    yield runtime, model, f"{why}+agentConfig.modelAffinity"
+        for runtime, why in rest:
+            yield from self._default(runtime, why)
+
+    def _default(self, runtime: str, why: str) -> Iterator[tuple[str, str, str]]:
         default = self.runtimes.get(runtime, {}).get("default_model")
         if isinstance(default, str) and default:
-            yield default, "default_model"
+            yield runtime, default, f"{why}+default_model"
 
-    def plan(self, payload: Mapping[str, Any], prefs: AgentPreferences, policies: list[Policy]) -> ModelRoute:
-        """The route for one call.
+    def routes(self, payload: Mapping[str, Any], prefs: AgentPreferences, policies: list[Policy]) -> list[ModelRoute]:
+        """Every route the call may take, most preferred first; the company's policies allow each.
 
         Raises:
             InvalidParams: The payload names an unknown runtime.
             ModelNotFound: The payload names a model no candidate runtime offers.
             PolicyDenied: Company policy allows none of the candidates.
         """
-        runtimes = self.runtime_order(payload, prefs)
-        explicit_runtime = bool(payload.get("runtime"))
-        model = payload.get("model")
-        if model and not explicit_runtime:
-            runtimes = [(r, why) for r, why in runtimes if self._serves(r, str(model))]
-            if not runtimes:
-                raise ModelNotFound("No configured runtime offers this model.")
-        for runtime, runtime_reason in runtimes:
+        seen: set[tuple[str, str]] = set()
+        found: list[ModelRoute] = []
+        for runtime, model, reason in self._candidates(payload, prefs):
             action, adapter = RUNTIME_ACTIONS[runtime]
-            for candidate, model_reason in self._models(runtime, payload, prefs):
-                if policy_allows(policies, action, adapter, candidate):
-                    return ModelRoute(runtime, action, candidate, f"{runtime_reason}+{model_reason}")
-        raise PolicyDenied("Company policy allows none of the models this call could use.")
+            if (runtime, model) not in seen and policy_allows(policies, action, adapter, model):
+                seen.add((runtime, model))
+                found.append(ModelRoute(runtime, action, model, reason))
+        if not found:
+            raise PolicyDenied("Company policy allows none of the models this call could use.")
+        return found
+
+    def plan(self, payload: Mapping[str, Any], prefs: AgentPreferences, policies: list[Policy]) -> ModelRoute:
+        """The route for one call: the first of :meth:`routes`."""
+        return self.routes(payload, prefs, policies)[0]
 
 
 class ModelRouter:
