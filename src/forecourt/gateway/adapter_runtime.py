@@ -99,3 +99,15 @@ def positive(value: Any, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         return default
     return float(value)
+
+
+def check_configured(adapter: object, config: Mapping[str, Any]) -> None:
+    """Let an adapter refuse a configuration it cannot run with before the gateway asks for a credential.
+
+    An adapter may define ``check_configured(config)`` raising a structured error (a model runtime raises
+    ``models.runtime_not_configured``): a runtime with no project or endpoint then says so, rather than failing on
+    the credential it would never need.
+    """
+    check = getattr(adapter, "check_configured", None)
+    if callable(check):
+        check(config)

@@ -34,7 +34,7 @@ from forecourt.errors import (
     UnknownAction,
     UpstreamCredentialRejected,
 )
-from forecourt.gateway.adapter_runtime import AdapterConfigSource, Bulkhead, positive
+from forecourt.gateway.adapter_runtime import AdapterConfigSource, Bulkhead, check_configured, positive
 from forecourt.gateway.approvals import ApprovalGate
 from forecourt.gateway.audit import AuditWriter
 from forecourt.gateway.audit_record import CallState, audit_member, call_record
@@ -431,6 +431,7 @@ class Gateway:
             raise InternalError()
         company_id = principal.company_id or (dealership.company_id if dealership else None)
         config = await self.adapter_configs.resolve(self.store, action.adapter, company_id)
+        check_configured(self.catalogue.adapter_for(action), config)  # before a credential is asked for
         with call_scope(scope_for(action.name, company_id, payload, call.trace_id, config)):  # per-call credentials
             credential = await self._credential(call, action, company_id, config)
         ctx = ExecutionContext(

@@ -12,6 +12,7 @@ import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from forecourt.adapters.errors import RuntimeNotConfigured
 from forecourt.adapters.models.common import (
     LoopLocal,
     ModelChunk,
@@ -224,6 +225,11 @@ class OpenAICompatAdapter:
         """
         self.defaults = dict(defaults or {})
         self.runtime = OpenAICompatRuntime(self.id)
+
+    def check_configured(self, config: Mapping[str, Any]) -> None:
+        """Refuse a call before its credential is issued when no endpoint is configured."""
+        if not isinstance(config.get("base_url"), str) or not config.get("base_url"):
+            raise RuntimeNotConfigured(details={"runtime": self.id})
 
     async def _target(self, context: ExecutionContext) -> tuple[str, dict[str, str], float]:
         config = context.adapter_config

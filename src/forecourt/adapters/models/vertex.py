@@ -169,6 +169,11 @@ class VertexAdapter:
         self.batch = JobActions("vertex.batchPredict", BatchPredictionJobs(self.rest))
         self.memory = ConversationMemory()
 
+    def check_configured(self, config: Mapping[str, Any]) -> None:
+        """Refuse a call before its credential is minted when no project or location is configured."""
+        if not config.get("project") or not config.get("location"):
+            raise RuntimeNotConfigured(details={"runtime": RUNTIME})
+
     async def endpoint(self, context: ExecutionContext) -> str | None:
         """The configured ``base_url`` this call may use (``None``: Google's regional endpoint)."""
         if not context.adapter_config.get("base_url"):
