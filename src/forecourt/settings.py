@@ -74,6 +74,8 @@ class Settings(BaseSettings):
     bind without ``trusted_proxies`` (every anonymous caller would share the proxy's rate-limit bucket)."""
     mcp_token: SecretStr | None = None
     """``FORECOURT_MCP_TOKEN``: the API key or JWT ``forecourt mcp --stdio`` authenticates with."""
+    mcp_token_file: Path | None = None
+    """``FORECOURT_MCP_TOKEN_FILE``: a file holding that key (read when ``mcp_token`` is not set)."""
     mcp_max_result_bytes: int = 100_000
     mcp_tool_search_threshold: int = 60
     """Above this many tools in a caller's toolset, ``tools/list`` offers a core set plus ``find_tools``."""
