@@ -1,10 +1,29 @@
-"""Seed 001 §3 envelopes, field names exactly as the seed writes them."""
+"""Seed 001 §3 envelopes, field names exactly as the seed writes them, and the checks of what they claim."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from forecourt.errors import InvalidRequest
+from forecourt.gateway.auth.apikeys import looks_like_api_key
+from forecourt.gateway.auth.jwt import looks_like_jwt
+from forecourt.gateway.auth.operator import looks_like_operator_key
+from forecourt.gateway.base import Credentials
+
+AUTH_METHODS: dict[str, str] = {
+    "mcp-api-key": "api_key",
+    "api-key": "api_key",
+    "apiKey": "api_key",
+    "operator-key": "operator_key",
+    "oidc": "oidc",
+    "firebase-id-token": "oidc",
+    "jwt": "oidc",
+    "mtls": "mtls",
+    "none": "anonymous",
+}
+"""``security.auth.method`` values (seed 001 writes ``mcp-api-key``) and the kind of credential each names."""
 
 
 class _Strict(BaseModel):
@@ -79,3 +98,53 @@ class ResponseEnvelope(BaseModel):
     status: Status
     result: Result | None = None
     audit: AuditInfo
+
+
+def presented_kind(credentials: Credentials) -> str | None:
+    """The kind of credential the request presents (as :data:`AUTH_METHODS` names them); ``None``: unrecognisable."""
+    token = credentials.bearer
+    if token:
+        if looks_like_api_key(token):
+            return "api_key"
+        if looks_like_operator_key(token):
+            return "operator_key"
+        return "oidc" if looks_like_jwt(token) else None
+    if credentials.client_cert_pem or credentials.forwarded_cert:
+        return "mtls"
+    return "anonymous"
+
+
+def check_claims(envelope: RequestEnvelope, action_version: str | None, credentials: Credentials) -> None:
+    """Refuse an envelope whose ``action.version`` or ``security.auth.method`` the call cannot honour.
+
+    Args:
+        envelope: The request envelope.
+        action_version: The version of the action the URL names (``None``: no such action; the gateway answers).
+        credentials: What the request presents.
+
+    Raises:
+        InvalidRequest: An unknown version, an unknown method, or a method that names another kind of credential
+            than the one presented; ``details`` names the field and what is supported.
+    """
+    claimed_version = envelope.action.version if envelope.action else None
+    if claimed_version is not None and action_version is not None and claimed_version != action_version:
+        raise InvalidRequest(
+            f"action.version is not supported; this action is version {action_version}.",
+            details={"field": "action.version", "supported": [action_version]},
+        )
+    auth = envelope.security.auth if envelope.security else None
+    method = auth.method if auth else None
+    if method is None:
+        return
+    if method not in AUTH_METHODS:
+        raise InvalidRequest(
+            "security.auth.method is not a supported method.",
+            details={"field": "security.auth.method", "supported": sorted(AUTH_METHODS)},
+        )
+    kind = presented_kind(credentials)
+    if kind is not None and AUTH_METHODS[method] != kind:
+        matching = sorted(name for name, named in AUTH_METHODS.items() if named == kind)
+        raise InvalidRequest(
+            "security.auth.method does not match the credential presented.",
+            details={"field": "security.auth.method", "supported": matching},
+        )

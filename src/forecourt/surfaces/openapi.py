@@ -22,6 +22,7 @@ from starlette.routing import Route
 
 from forecourt.contract import Action, Catalogue
 from forecourt.surfaces.admin_api import _QUERY_PARAMS, _ROUTES
+from forecourt.surfaces.envelope import AUTH_METHODS
 
 if TYPE_CHECKING:
     from referencing._core import Resolver
@@ -71,7 +72,7 @@ _SECURITY_REF = {
         "auth": {
             "type": ["object", "null"],
             "additionalProperties": False,
-            "properties": {"method": {"type": ["string", "null"], "maxLength": 64}},
+            "properties": {"method": {"enum": [*sorted(AUTH_METHODS), None]}},
         },
         "companyContext": {
             "type": ["object", "null"],
@@ -184,7 +185,7 @@ def _envelope_operation(action: Action, components: dict[str, Any]) -> dict[str,
                 "properties": {
                     "type": {"enum": [action.type, None]},
                     "name": {"enum": [action.name, None]},
-                    "version": {"type": ["string", "null"], "maxLength": 16},
+                    "version": {"enum": [action.version, None]},
                 },
             },
             "payload": payload,

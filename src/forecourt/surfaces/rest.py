@@ -18,7 +18,14 @@ from forecourt.gateway.base import Invocation, Outcome
 from forecourt.gateway.pipeline import Gateway
 from forecourt.settings import Settings
 from forecourt.surfaces.encoded import plain_json
-from forecourt.surfaces.envelope import AuditInfo, RequestEnvelope, ResponseEnvelope, Result, Status
+from forecourt.surfaces.envelope import (
+    AuditInfo,
+    RequestEnvelope,
+    ResponseEnvelope,
+    Result,
+    Status,
+    check_claims,
+)
 from forecourt.surfaces.http_util import credentials_from_request, read_json
 
 logger = logging.getLogger(__name__)
@@ -124,13 +131,16 @@ class RestSurface:
     def _invocation(self, request: Request, action_name: str, env: RequestEnvelope) -> Invocation:
         if env.action is not None and env.action.name is not None and env.action.name != action_name:
             raise InvalidRequest("action.name does not match the URL.")
+        known = self.gateway.catalogue.get(action_name)
+        credentials = credentials_from_request(request)
+        check_claims(env, known.version if known is not None else None, credentials)
         caller = env.caller
         company = env.security.companyContext.companyId if env.security and env.security.companyContext else None
         idem = request.headers.get("idempotency-key") or env.meta.idempotencyKey
         return Invocation(
             action=action_name,
             payload=env.payload,
-            credentials=credentials_from_request(request),
+            credentials=credentials,
             surface="rest",
             request_id=env.id,
             trace_id=caller.traceId if caller else None,
