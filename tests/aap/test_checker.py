@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from forecourt.adapters.aap.checker import run_check
 from forecourt.cli.main import app as cli
 
-from .support import TOYOTA, LiveServer, fixture
+from .support import HONDA, TOYOTA, LiveServer, Rig, fixture
 
 
 def test_aap_check_passes_against_the_demo_dealer_agent(live: LiveServer) -> None:
@@ -27,11 +27,38 @@ def test_aap_check_passes_against_the_demo_dealer_agent(live: LiveServer) -> Non
     assert "errors.inventory.search.code" in result.output
 
 
-def test_aap_check_submits_no_lead_unless_asked(live: LiveServer) -> None:
+def test_aap_check_submits_no_lead_unless_asked_and_reports_the_skip_as_a_skip(live: LiveServer) -> None:
     result = CliRunner().invoke(cli, ["aap", "check", f"{live.url}/dealers/{TOYOTA}"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 2, result.output
+    assert "[SKIP] skill.lead.submit.valid_request" in result.output
     assert "skipped (no --submit-lead)" in result.output
     assert "skill.lead.submit.response_schema" not in result.output
+    assert "RESULT: INCOMPLETE" in result.output
+    assert "RESULT: PASS" not in result.output
+
+
+def test_aap_check_with_allow_skips_passes_when_every_rule_checked_passed(live: LiveServer) -> None:
+    result = CliRunner().invoke(cli, ["aap", "check", f"{live.url}/dealers/{TOYOTA}", "--allow-skips"])
+    assert result.exit_code == 0, result.output
+    assert "[SKIP] skill.lead.submit.valid_request" in result.output
+    assert "RESULT: PASS (with skips)" in result.output
+
+
+async def test_a_bearer_agent_checked_without_a_token_calls_no_skill_and_is_not_a_pass(rig: Rig) -> None:
+    async with rig.services.store.transaction() as uow:
+        dealer = await uow.tenancy.get_dealership(HONDA)
+        assert dealer is not None
+        await uow.tenancy.upsert_dealership(dealer.model_copy(update={"public_agent": False}))
+    report = await run_check(f"{rig.client.base_url}/dealers/{HONDA}", http=rig.client)
+    assert report.passed
+    assert [c.rule for c in report.skips] == ["skills.called"]
+    assert not report.complete()
+    assert report.complete(allow_skips=True)
+    rendered = report.render()
+    assert "[SKIP] skills.called" in rendered
+    assert "[PASS] skills.called" not in rendered
+    assert "1 skipped" in rendered
+    assert "RESULT: INCOMPLETE" in rendered
 
 
 def _broken_agent() -> Starlette:

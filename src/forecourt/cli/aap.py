@@ -16,10 +16,19 @@ def check(
     submit_lead: bool = typer.Option(
         False, "--submit-lead", help="Also submit a clearly marked test lead (it reaches the dealer's CRM)."
     ),
+    allow_skips: bool = typer.Option(
+        False, "--allow-skips", help="Exit 0 when every rule checked passed, even if some were skipped."
+    ),
 ) -> None:
-    """Fetch and validate the card and manifest, call every skill on both bindings, print a report."""
+    """Fetch and validate the card and manifest, call every skill on both bindings, print a report.
+
+    Exit status: 0 every rule passed (with skips only under ``--allow-skips``), 1 a rule failed, 2 rules were
+    skipped (a bearer agent without ``--token``, ``lead.submit`` without ``--submit-lead``).
+    """
     from forecourt.adapters.aap.checker import run_check
 
     report = asyncio.run(run_check(url, token=token, leads=submit_lead))
-    typer.echo(report.render())
-    raise typer.Exit(0 if report.passed else 1)
+    typer.echo(report.render(allow_skips=allow_skips))
+    if not report.passed:
+        raise typer.Exit(1)
+    raise typer.Exit(0 if report.complete(allow_skips=allow_skips) else 2)

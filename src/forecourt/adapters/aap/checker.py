@@ -32,6 +32,8 @@ class Check:
     ok: bool
     detail: str = ""
     warning: bool = False
+    skipped: bool = False
+    """Not checked at all (no token, no ``--submit-lead``): neither a pass nor a failure."""
 
 
 @dataclass
@@ -46,25 +48,45 @@ class Report:
         self.checks.append(Check(rule, ok, detail, warning))
         return ok
 
+    def skip(self, rule: str, detail: str) -> None:
+        """Record a rule that was not checked, and why."""
+        self.checks.append(Check(rule, True, detail, warning=True, skipped=True))
+
     @property
     def failures(self) -> list[Check]:
         """Failed checks that are not mere warnings."""
         return [c for c in self.checks if not c.ok and not c.warning]
 
     @property
+    def skips(self) -> list[Check]:
+        """Rules that were not checked."""
+        return [c for c in self.checks if c.skipped]
+
+    @property
     def passed(self) -> bool:
-        """Whether every non-warning rule passed."""
+        """Whether every non-warning rule that was checked passed (see :meth:`complete` for skips)."""
         return not self.failures
 
-    def render(self) -> str:
-        """A readable report."""
+    def complete(self, *, allow_skips: bool = False) -> bool:
+        """Whether the agent passed with nothing skipped (or skips are accepted)."""
+        return self.passed and (allow_skips or not self.skips)
+
+    def render(self, *, allow_skips: bool = False) -> str:
+        """A readable report: each rule, the counts, and the verdict (skips are never counted as passes)."""
         lines = [f"AAP v0.1 check of {self.url}", ""]
         for c in self.checks:
-            mark = "PASS" if c.ok else ("WARN" if c.warning else "FAIL")
+            mark = "SKIP" if c.skipped else "PASS" if c.ok else ("WARN" if c.warning else "FAIL")
             lines.append(f"  [{mark}] {c.rule}" + (f": {c.detail}" if c.detail else ""))
-        ok = sum(1 for c in self.checks if c.ok)
-        lines += ["", f"{ok}/{len(self.checks)} checks passed; {len(self.failures)} failed."]
-        lines.append("RESULT: PASS" if self.passed else "RESULT: FAIL")
+        checked = [c for c in self.checks if not c.skipped]
+        ok = sum(1 for c in checked if c.ok)
+        counts = f"{ok}/{len(checked)} checks passed; {len(self.failures)} failed; {len(self.skips)} skipped."
+        lines += ["", counts]
+        if not self.passed:
+            lines.append("RESULT: FAIL")
+        elif self.skips and not allow_skips:
+            lines.append("RESULT: INCOMPLETE (checks were skipped; --allow-skips accepts a pass with skips)")
+        else:
+            lines.append("RESULT: PASS" + (" (with skips)" if self.skips else ""))
         return "\n".join(lines)
 
 
@@ -254,9 +276,7 @@ async def check_skills(
             skill = SKILLS_BY_ID[skill_id]
             where = f"{binding}"
             if skill_id == "lead.submit" and not leads:
-                report.add(
-                    f"skill.{skill_id}.valid_request", True, f"{where}: skipped (no --submit-lead)", warning=True
-                )
+                report.skip(f"skill.{skill_id}.valid_request", f"{where}: skipped (no --submit-lead)")
             else:
                 reply = await client.send(_valid_request(skill, vin), skill.request_media_type, binding=binding)
                 _check_reply(report, skill, reply, where)
@@ -308,7 +328,7 @@ async def run_check(url: str, *, token: str | None = None, leads: bool = False, 
                 {"type": "dealer.information.request"}, SKILLS_BY_ID["dealer.information"].request_media_type
             )
             report.add("auth.bearer_enforced", (reply.error or {}).get("code") == "AUTH_REQUIRED", "no token sent")
-            report.add("skills.called", True, "skipped: the agent needs a bearer token (--token)", warning=True)
+            report.skip("skills.called", "skipped: the agent needs a bearer token (--token)")
             return report
         try:
             await check_skills(report, client, card, implemented, leads=leads)
