@@ -294,6 +294,7 @@ def _register_console_actions(catalogue: Catalogue, gateway: Gateway, *, service
     """The operator console's actions (views, leads, approvals, policy pre-flight) and the approval stage."""
     from forecourt.actions.approvals import register_approvals
     from forecourt.actions.console_leads import register_console_leads
+    from forecourt.actions.console_tables import register_console_tables
     from forecourt.actions.console_views import register_console_views
     from forecourt.actions.policy_preflight import register_policy_preflight
     from forecourt.gateway.approvals import ApprovalGate
@@ -305,6 +306,7 @@ def _register_console_actions(catalogue: Catalogue, gateway: Gateway, *, service
     held = HeldCalls(services_store, book, gateway.invoke, gateway.clock, gate.on_ran)
     register_console_views(catalogue, gateway)
     register_console_leads(catalogue)
+    register_console_tables(catalogue)
     register_approvals(catalogue, held.run)
     register_policy_preflight(catalogue, gateway)
     gateway.approvals = gate

@@ -12,6 +12,7 @@ from typing import Any
 
 from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionContext
 from forecourt.actions.console_common import DEALERSHIP, SHORT, console_action, one_dealership, require_admin
+from forecourt.actions.lead_delivery import delivery_view, lead_adf
 from forecourt.actions.representations import ts
 from forecourt.domain.people import Customer, Lead
 from forecourt.errors import LeadNotFound, NotFound
@@ -91,6 +92,33 @@ def _lead(lead: Lead, customer: Customer | None, reveal: bool) -> dict[str, Any]
     }
 
 
+def lead_row(row: Mapping[str, Any], *, reveal: bool) -> dict[str, Any]:
+    """A row of ``store.console_pages`` (a lead joined to its customer) as the console's leads table shows it."""
+    vehicle = row.get("vehicle_of_interest") or {}
+    show = (lambda v: v) if reveal else mask
+    created = row.get("created_at")
+    return {
+        "id": row["id"],
+        "dealership_id": row["dealership_id"],
+        "status": row["status"],
+        "source": row["source"],
+        "source_agent": row.get("source_agent"),
+        "vehicle": " ".join(str(vehicle.get(k, "")) for k in ("year", "make", "model") if vehicle.get(k)),
+        "message": row.get("message") if reveal else ("•••" if row.get("message") else None),
+        "customer": {
+            "id": row["customer_id"],
+            "first_name": show(row.get("first_name")),
+            "last_name": show(row.get("last_name")),
+            "email": show(row.get("email")),
+            "phone": show(row.get("phone")),
+        }
+        if row.get("customer_id")
+        else None,
+        "created_at": created if isinstance(created, str) or created is None else ts(created),
+        "revealed": reveal,
+    }
+
+
 def _mask_adf(body: str) -> str:
     """The ADF with the contact's name, email and phone elements masked."""
     body = re.sub(r"(<name part=\"(?:first|last|full)\"[^>]*>)([^<]*)(</name>)", lambda m: m[1] + "•••" + m[3], body)
@@ -138,7 +166,6 @@ class ConsoleLeads:
         return {"items": items, "total": total, "revealed": reveal}
 
     async def _show(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> Any:
-        from forecourt.actions.lead_delivery import lead_adf
 
         dealership_id = str(payload["dealership_id"])
         reveal = bool(payload.get("reveal", False))
@@ -155,19 +182,7 @@ class ConsoleLeads:
         return {
             **_lead(lead, customer, reveal),
             "adf": adf if reveal else _mask_adf(adf),
-            "deliveries": [
-                {
-                    "id": d.id,
-                    "kind": d.kind,
-                    "target": d.target,
-                    "status": d.status,
-                    "attempts": d.attempts,
-                    "next_attempt_at": ts(d.next_attempt_at),
-                    "last_error": d.last_error,
-                    "delivered_at": ts(d.delivered_at),
-                }
-                for d in attempts
-            ],
+            "deliveries": [delivery_view(d) for d in attempts],
         }
 
     async def _retry(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> Any:

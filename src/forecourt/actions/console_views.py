@@ -136,7 +136,7 @@ def _latency(groups: Mapping[str, list[AuditRecord]]) -> list[dict[str, Any]]:
     return rows
 
 
-async def _last_scheduled(store: Any, dealership_ids: set[str]) -> dict[str, dict[str, Any]]:
+async def last_scheduled(store: Any, dealership_ids: set[str]) -> dict[str, dict[str, Any]]:
     """The last run of each rooftop's scheduled feed, where scheduled imports are installed.
 
     Scheduled feeds (``forecourt.inventory_import.schedule``) are optional here: the console reads only
@@ -165,6 +165,27 @@ async def _last_scheduled(store: Any, dealership_ids: set[str]) -> dict[str, dic
             "rejected": report.get("rejected") if isinstance(report, dict) else None,
         }
     return out
+
+
+def audit_filter(payload: Mapping[str, Any]) -> queries.AuditFilter:
+    """The audit explorer's filters of ``payload`` (the company's records only)."""
+    try:
+        since = parse_rfc3339(str(payload["since"])) if payload.get("since") else None
+        until = parse_rfc3339(str(payload["until"])) if payload.get("until") else None
+    except ValueError as exc:
+        raise InvalidParams("A time filter is invalid.") from exc
+    return queries.AuditFilter(
+        [str(payload["company_id"])],
+        since=since,
+        until=until,
+        member_id=text(payload, "member_id"),
+        action=text(payload, "action"),
+        surface=text(payload, "surface"),
+        result_class=text(payload, "outcome"),
+        dealership_id=text(payload, "dealership_id"),
+        trace_id=text(payload, "trace_id"),
+        record_id=text(payload, "record_id"),
+    )
 
 
 def estimate_tokens(text_value: str) -> int:
@@ -261,24 +282,7 @@ class ConsoleViews:
         }
 
     async def _audit(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> Any:
-        company_id = str(payload["company_id"])
-        try:
-            since = parse_rfc3339(str(payload["since"])) if payload.get("since") else None
-            until = parse_rfc3339(str(payload["until"])) if payload.get("until") else None
-        except ValueError as exc:
-            raise InvalidParams("A time filter is invalid.") from exc
-        found = queries.AuditFilter(
-            [company_id],
-            since=since,
-            until=until,
-            member_id=text(payload, "member_id"),
-            action=text(payload, "action"),
-            surface=text(payload, "surface"),
-            result_class=text(payload, "outcome"),
-            dealership_id=text(payload, "dealership_id"),
-            trace_id=text(payload, "trace_id"),
-            record_id=text(payload, "record_id"),
-        )
+        found = audit_filter(payload)
         records = await queries.audit_search(ctx.store, found, limit=int(payload.get("limit", 200)))
         return {"items": [r.model_dump(mode="json") for r in records]}
 
@@ -287,7 +291,7 @@ class ConsoleViews:
         dealerships = await company_dealerships(ctx.store, ctx, company_id)
         stats = await queries.inventory_freshness(ctx.store, [d.id for d in dealerships]) if dealerships else {}
         empty = {"vehicles": 0, "available": 0, "newest_verified_at": None, "oldest_verified_at": None}
-        scheduled = await _last_scheduled(ctx.store, {d.id for d in dealerships})
+        scheduled = await last_scheduled(ctx.store, {d.id for d in dealerships})
         items = [
             {"dealership_id": d.id, "name": d.name, **stats.get(d.id, empty), "scheduled": scheduled.get(d.id)}
             for d in dealerships

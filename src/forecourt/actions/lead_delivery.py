@@ -1,4 +1,8 @@
-"""A lead's delivery status and ADF text for operators (``admin.leads.report``, the console, ``forecourt leads``)."""
+"""A lead's delivery status and ADF text for operators (``admin.leads.report``, the console, ``forecourt leads``).
+
+The one view of a delivery (:func:`delivery_view`) and of a lead's ADF (:func:`lead_adf`): the console's lead
+page (``actions/console_leads.py``) and ``admin.leads.report`` both answer with them.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from forecourt.actions.adf import render_adf
 from forecourt.actions.representations import ts
 from forecourt.domain.people import Lead
 from forecourt.errors import LeadNotFound
-from forecourt.store.base import Store, UnitOfWork
+from forecourt.store.base import Delivery, Store, UnitOfWork
 
 CRM_KIND = "crm_adf"
 
@@ -36,20 +40,21 @@ async def lead_report(store: Store, lead_id: str, dealership_id: str | None = No
         "duplicate_of": lead.duplicate_of,
         "appointment_id": lead.appointment_id,
         "created_at": ts(lead.created_at),
-        "deliveries": [
-            {
-                "id": d.id,
-                "kind": d.kind,
-                "target": d.target,
-                "status": d.status,
-                "attempts": d.attempts,
-                "next_attempt_at": ts(d.next_attempt_at),
-                "last_error": d.last_error,
-                "delivered_at": ts(d.delivered_at),
-            }
-            for d in deliveries
-            if d.dealership_id == lead.dealership_id
-        ],
+        "deliveries": [delivery_view(d) for d in deliveries if d.dealership_id == lead.dealership_id],
+    }
+
+
+def delivery_view(d: Delivery) -> dict[str, Any]:
+    """A delivery as operators see it (``admin.leads.report``, the console's lead page): never its body."""
+    return {
+        "id": d.id,
+        "kind": d.kind,
+        "target": d.target,
+        "status": d.status,
+        "attempts": d.attempts,
+        "next_attempt_at": ts(d.next_attempt_at),
+        "last_error": d.last_error,
+        "delivered_at": ts(d.delivered_at),
     }
 
 

@@ -48,6 +48,7 @@ NAV = (
     ("audit", "Audit", "audit"),
     ("leads", "Leads", "leads"),
     ("inventory", "Inventory", "inventory"),
+    ("deliveries", "Deliveries", "deliveries"),
     ("approvals", "Approvals", "approvals"),
     ("tools", "Tools", "tools"),
     ("upstreams", "Upstream MCP", "upstreams"),
@@ -71,6 +72,10 @@ class Page:
     session: Session
     core: ConsoleCore
     form: dict[str, Any] | None = None
+    error: ForecourtError | None = None
+    """Why the form just posted was refused: shown at the top of the page the form is on, its input kept."""
+    kept: dict[str, Any] | None = None
+    """The refused form's fields (``form`` names which form it was), to fill that form again."""
 
     @property
     def company(self) -> str:
@@ -88,6 +93,23 @@ class Page:
         source = self.form if self.form is not None else self.request.query_params
         value = source.get(name, default)
         return value if isinstance(value, str) else default
+
+    def value(self, form: str, name: str, default: str = "") -> str:
+        """What the refused form ``form`` held in ``name`` (else ``default``): a form keeps its input on error."""
+        if self.kept is None or self.kept.get("form") != form:
+            return default
+        value = self.kept.get(name, default)
+        return value if isinstance(value, str) else default
+
+    def checked(self, form: str, name: str, default: bool) -> bool:
+        """A checkbox of the refused form ``form`` as it was posted (else ``default``)."""
+        if self.kept is None or self.kept.get("form") != form:
+            return default
+        return self.kept.get(name) == "on"
+
+    def opened(self, form: str) -> bool:
+        """Whether ``form`` is the one that was refused (its ``<details>`` opens)."""
+        return self.kept is not None and self.kept.get("form") == form
 
     def url(self, path: str = "") -> str:
         """A console URL."""
@@ -219,8 +241,12 @@ class ConsoleCore:
         # Outputs are read-only past the gateway (shared by calls: gateway/stored_results.py): pages get a copy.
         return copy.deepcopy(outcome.output)
 
-    def page(self, view: View, *, write: bool = False) -> Callable[[Request], Awaitable[Response]]:
-        """A Starlette endpoint around ``view``: session required, CSRF checked on posts, errors as pages."""
+    def page(self, view: View, *, again: View | None = None) -> Callable[[Request], Awaitable[Response]]:
+        """A Starlette endpoint around ``view``: session required, CSRF checked on posts, errors as pages.
+
+        ``again``: the page a posted form is on. When the gateway refuses the form, that page is drawn again with
+        the refusal as its own message and the form filled with what was typed (:meth:`Page.value`).
+        """
 
         async def endpoint(request: Request) -> Response:
             session = await self.load_session(request)
@@ -240,7 +266,7 @@ class ConsoleCore:
                 self.set_session(request, response, None)
                 return response
             except ForecourtError as exc:
-                response = page.render("error.html", status=exc.http_status, error=exc)
+                response = await self._refused(page, exc, again)
             except Exception:  # top of the surface
                 logger.exception("unhandled error on the console")
                 response = page.render("error.html", status=500, error=None)
@@ -250,3 +276,17 @@ class ConsoleCore:
             return response
 
         return endpoint
+
+    async def _refused(self, page: Page, exc: ForecourtError, again: View | None) -> Response:
+        """A refusal as the page's own message: in place for the console script, else on the form's page."""
+        if page.request.headers.get("x-console-fragment") == "1":
+            return page.render("_message.html", status=exc.http_status, error=exc)
+        if again is not None and page.form is not None and not isinstance(exc, CsrfRejected):
+            page.kept, page.form, page.error = page.form, None, exc
+            try:
+                response = await again(page)
+            except ForecourtError:
+                return page.render("error.html", status=exc.http_status, error=exc)
+            response.status_code = exc.http_status
+            return response
+        return page.render("error.html", status=exc.http_status, error=exc)

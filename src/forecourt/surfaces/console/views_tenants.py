@@ -11,6 +11,7 @@ from starlette.responses import Response
 
 from forecourt.errors import InvalidParams
 from forecourt.surfaces.console.core import Page
+from forecourt.surfaces.console.tables import listing
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,127}$")
 
@@ -20,15 +21,18 @@ def _lines(text: str) -> list[str]:
 
 
 async def tenants(page: Page) -> Response:
-    """Company, rooftops, members and keys."""
-    c = {"company_id": page.company}
-    company = await page.call("admin.companies.get", c)
-    dealerships = (await page.call("admin.dealerships.list", c))["items"]
-    members = (await page.call("admin.members.list", c))["items"]
-    keys = (await page.call("admin.keys.list", c))["items"]
-    return page.render(
-        "tenants.html", company=company, dealerships=dealerships, members=members, keys=keys, active="tenants"
-    )
+    """Company, rooftops, members and keys: each table searched, sorted and paged on the server."""
+    company = await page.call("admin.companies.get", {"company_id": page.company})
+    rooftops = await listing(page, "rooftops", "tenants", prefix="r_", filters=("public_agent",))
+    members = await listing(page, "members", "tenants", prefix="m_", filters=("kind", "is_admin"))
+    keys = await listing(page, "keys", "tenants", prefix="k_", filters=("state", "member_id"))
+    return page.render("tenants.html", company=company, rooftops=rooftops, members=members, keys=keys, active="tenants")
+
+
+async def rooftop_exists(page: Page, dealership_id: str) -> bool:
+    """Whether the company has the rooftop (and the caller may see it): one row read, not the list."""
+    found = await page.call("console.rooftops.page", {"company_id": page.company, "id": dealership_id, "limit": 1})
+    return bool(found["items"])
 
 
 async def save_dealership(page: Page) -> Response:
@@ -96,8 +100,7 @@ async def save_member(page: Page) -> Response:
 async def agent_preview(page: Page) -> Response:
     """A rooftop's agent card and AAP manifest, as buyer agents fetch them (through this app)."""
     dealership_id = page.request.path_params["dealership_id"]
-    items = (await page.call("admin.dealerships.list", {"company_id": page.company}))["items"]
-    if not any(d["id"] == dealership_id for d in items):
+    if not await rooftop_exists(page, dealership_id):
         raise InvalidParams("No such rooftop.")
     docs: dict[str, str] = {}
     transport = httpx.ASGITransport(app=page.request.app)

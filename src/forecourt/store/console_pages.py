@@ -1,0 +1,283 @@
+"""Pages of the console's tables: search, filters, sort and bounded paging, in SQL (never a whole table).
+
+Each read answers one page (at most :data:`MAX_LIMIT` rows, starting at most :data:`MAX_OFFSET` rows in), whether
+another page follows, and how many rows match, counted up to :data:`COUNT_CAP` ("10,000+" beyond). Sort keys are
+a fixed list per table; a search is a case-insensitive substring of a few columns. Like ``store/console.py``
+this is store code: the console's actions call it, surfaces never do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from forecourt.store.base import Store, UnitOfWork
+from forecourt.store.sql.console_tables import approvals
+from forecourt.store.sql.tables import api_keys, audit_records, customers, dealerships, deliveries, leads, members
+
+MAX_LIMIT = 100
+MAX_OFFSET = 10_000
+COUNT_CAP = 10_000
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    """Which page: a search, equality filters (column name → value), a sort key and direction, and where."""
+
+    q: str | None = None
+    filters: Mapping[str, Any] = field(default_factory=dict)
+    sort: str | None = None
+    desc: bool = False
+    offset: int = 0
+    limit: int = 50
+
+
+@dataclass(frozen=True)
+class PageOf:
+    """One page of rows (plain dicts), whether more follow, and the count of matches up to :data:`COUNT_CAP`."""
+
+    rows: list[dict[str, Any]]
+    has_next: bool
+    total: int
+    total_capped: bool
+
+
+@dataclass(frozen=True)
+class Table:
+    """How one console table is read: its FROM, columns, the scope's column, searchable and sortable columns."""
+
+    source: Any
+    columns: Sequence[Any]
+    scope: Any
+    search: Sequence[Any]
+    sorts: Mapping[str, Any]
+    default_sort: str
+    default_desc: bool
+    tiebreak: Any
+    filters: Mapping[str, Any]
+    predicates: Mapping[str, Any] = field(default_factory=dict)
+    """Filters that are not an equality: name → a function of the value that answers a clause."""
+
+
+def _conn(uow: UnitOfWork) -> Any:
+    conn = getattr(uow, "connection", None)
+    if conn is None:
+        raise TypeError("the console queries need the SQL store")
+    return conn
+
+
+def _like(q: str) -> str:
+    escaped = q.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _c(table: Any, *names: str) -> list[Any]:
+    return [table.c[n] for n in names]
+
+
+_D, _M, _K, _L, _CU, _DL, _A, _AU = (
+    dealerships.c,
+    members.c,
+    api_keys.c,
+    leads.c,
+    customers.c,
+    deliveries.c,
+    approvals.c,
+    audit_records.c,
+)
+
+TABLES: dict[str, Table] = {
+    "rooftops": Table(
+        source=dealerships,
+        columns=_c(dealerships, "id", "company_id", "name", "timezone", "domain", "public_agent"),
+        scope=_D.id,
+        search=(_D.id, _D.name, _D.domain),
+        sorts={"id": _D.id, "name": _D.name, "public_agent": _D.public_agent},
+        default_sort="id",
+        default_desc=False,
+        tiebreak=_D.id,
+        filters={"public_agent": _D.public_agent, "id": _D.id},
+    ),
+    "members": Table(
+        source=members,
+        columns=_c(members, "id", "company_id", "name", "kind", "security_type", "is_admin", "active")
+        + _c(members, "dealership_ids", "allowed_tools", "scopes"),
+        scope=None,
+        search=(_M.id, _M.name),
+        sorts={"id": _M.id, "name": _M.name, "kind": _M.kind},
+        default_sort="id",
+        default_desc=False,
+        tiebreak=_M.id,
+        filters={"kind": _M.kind, "is_admin": _M.is_admin, "active": _M.active},
+    ),
+    "keys": Table(
+        source=api_keys,
+        columns=_c(api_keys, "prefix", "member_id", "name", "created_at", "expires_at", "revoked_at", "last_used_at"),
+        scope=None,
+        search=(_K.prefix, _K.member_id, _K.name),
+        sorts={"created_at": _K.created_at, "member_id": _K.member_id, "prefix": _K.prefix},
+        default_sort="created_at",
+        default_desc=True,
+        tiebreak=_K.prefix,
+        filters={"member_id": _K.member_id},
+        predicates={"state": lambda v: _K.revoked_at.is_(None) if v == "active" else _K.revoked_at.is_not(None)},
+    ),
+    "leads": Table(
+        source=leads.outerjoin(customers, _CU.id == _L.customer_id),
+        columns=_c(leads, "id", "dealership_id", "status", "source", "source_agent", "vehicle_of_interest")
+        + _c(leads, "message", "customer_id", "created_at")
+        + [_CU.first_name, _CU.last_name, _CU.email, _CU.phone],
+        scope=_L.dealership_id,
+        search=(_L.id, _CU.first_name, _CU.last_name, _CU.email_l, _CU.phone),
+        sorts={"created_at": _L.created_at, "status": _L.status, "dealership_id": _L.dealership_id},
+        default_sort="created_at",
+        default_desc=True,
+        tiebreak=_L.id,
+        filters={"dealership_id": _L.dealership_id, "status": _L.status, "source": _L.source},
+    ),
+    "deliveries": Table(
+        source=deliveries,
+        columns=_c(deliveries, "id", "kind", "dealership_id", "target", "subject_id", "status", "attempts")
+        + _c(deliveries, "next_attempt_at", "last_error", "delivered_at", "created_at"),
+        scope=_DL.dealership_id,
+        search=(_DL.id, _DL.subject_id, _DL.target),
+        sorts={"created_at": _DL.created_at, "status": _DL.status, "attempts": _DL.attempts},
+        default_sort="created_at",
+        default_desc=True,
+        tiebreak=_DL.id,
+        filters={"dealership_id": _DL.dealership_id, "status": _DL.status, "kind": _DL.kind},
+    ),
+    "approvals": Table(
+        source=approvals,
+        columns=[c for c in approvals.c if c.name != "held"],
+        scope=None,
+        search=(_A.id, _A.member_id, _A.action, _A.rule),
+        sorts={"requested_at": _A.requested_at, "action": _A.action, "status": _A.status},
+        default_sort="requested_at",
+        default_desc=True,
+        tiebreak=_A.id,
+        filters={"status": _A.status, "dealership_id": _A.dealership_id, "member_id": _A.member_id},
+    ),
+}
+_COMPANY_COLUMN = {
+    "rooftops": _D.company_id,
+    "members": _M.company_id,
+    "keys": _K.company_id,
+    "approvals": _A.company_id,
+}
+
+
+def company_rooftops(company_id: str) -> Any:
+    """The ids of a company's rooftops, as a subquery (``IN (SELECT ...)``: never a list of 1,000 ids)."""
+    return sa.select(_D.id).where(_D.company_id == company_id).scalar_subquery()
+
+
+async def read_page(
+    store: Store, name: str, company_id: str, granted: Sequence[str] | None, request: PageRequest
+) -> PageOf:
+    """A page of table ``name`` of ``company_id``; ``granted``: the rooftops the caller may see (``None``: all)."""
+    t = TABLES[name]
+    where: list[Any] = []
+    company_column = _COMPANY_COLUMN.get(name)
+    if company_column is not None:
+        where.append(company_column == company_id)
+    if t.scope is not None:
+        where.append(t.scope.in_(company_rooftops(company_id)) if name != "rooftops" else sa.true())
+        if granted is not None:
+            where.append(t.scope.in_(list(granted)))
+    for key, value in request.filters.items():
+        if value is None or value == "":
+            continue
+        if key in t.filters:
+            where.append(t.filters[key] == value)
+        elif key in t.predicates:
+            where.append(t.predicates[key](value))
+    if request.q:
+        pattern = _like(request.q)
+        where.append(sa.or_(*(sa.func.lower(c).like(pattern, escape="\\") for c in t.search)))
+    chosen = request.sort is not None and request.sort in t.sorts
+    sort_key = request.sort if chosen and request.sort is not None else t.default_sort
+    desc = request.desc if chosen else t.default_desc
+    column = t.sorts[sort_key]
+    order = [column.desc() if desc else column.asc(), t.tiebreak.desc() if desc else t.tiebreak.asc()]
+    limit = max(1, min(MAX_LIMIT, request.limit))
+    offset = max(0, min(MAX_OFFSET, request.offset))
+    stmt = sa.select(*t.columns).select_from(t.source).where(*where).order_by(*order).offset(offset).limit(limit + 1)
+    counted = sa.select(sa.literal(1)).select_from(t.source).where(*where).limit(COUNT_CAP + 1).subquery()
+    async with store.read() as uow:
+        conn = _conn(uow)
+        rows = [dict(r) for r in (await conn.execute(stmt)).mappings().all()]
+        total = int((await conn.execute(sa.select(sa.func.count()).select_from(counted))).scalar_one())
+    return PageOf(
+        rows=[{k: _plain(v) for k, v in r.items()} for r in rows[:limit]],
+        has_next=len(rows) > limit and offset + limit <= MAX_OFFSET,
+        total=min(total, COUNT_CAP),
+        total_capped=total > COUNT_CAP,
+    )
+
+
+def _plain(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+async def delivery_states(store: Store, subject_ids: Sequence[str]) -> dict[str, str]:
+    """The state of the newest delivery about each of ``subject_ids`` (a page's leads)."""
+    if not subject_ids:
+        return {}
+    stmt = sa.select(_DL.subject_id, _DL.status).where(_DL.subject_id.in_(list(subject_ids)))
+    stmt = stmt.order_by(_DL.created_at.asc())
+    async with store.read() as uow:
+        rows = (await _conn(uow).execute(stmt)).all()
+    return {str(subject): str(status) for subject, status in rows}
+
+
+async def customers_of(store: Store, pairs: Sequence[tuple[str, str]]) -> dict[str, dict[str, Any]]:
+    """Customers by id for ``(dealership_id, customer_id)`` pairs (a page's approvals)."""
+    ids = sorted({c for _, c in pairs})
+    if not ids:
+        return {}
+    stmt = sa.select(_CU.id, _CU.dealership_id, _CU.first_name, _CU.last_name, _CU.email).where(_CU.id.in_(ids))
+    async with store.read() as uow:
+        rows = (await _conn(uow).execute(stmt)).mappings().all()
+    wanted = set(pairs)
+    return {str(r["id"]): dict(r) for r in rows if (r["dealership_id"], r["id"]) in wanted}
+
+
+async def leads_of(store: Store, pairs: Sequence[tuple[str, str]]) -> dict[str, dict[str, Any]]:
+    """Leads (with their customer's name and email) by id for ``(dealership_id, lead_id)`` pairs."""
+    ids = sorted({lead for _, lead in pairs})
+    if not ids:
+        return {}
+    stmt = (
+        sa.select(_L.id, _L.dealership_id, _L.status, _L.customer_id, _CU.first_name, _CU.last_name, _CU.email)
+        .select_from(leads.outerjoin(customers, _CU.id == _L.customer_id))
+        .where(_L.id.in_(ids))
+    )
+    async with store.read() as uow:
+        rows = (await _conn(uow).execute(stmt)).mappings().all()
+    wanted = set(pairs)
+    return {str(r["id"]): dict(r) for r in rows if (r["dealership_id"], r["id"]) in wanted}
+
+
+async def audit_page(store: Store, f: Any, *, offset: int, limit: int) -> tuple[list[dict[str, Any]], bool]:
+    """A page of audit records matching ``f`` (``store.console.AuditFilter``), newest first; whether more follow."""
+    from forecourt.store.base import AuditRecord
+    from forecourt.store.console import _audit_where
+
+    limit = max(1, min(MAX_LIMIT, limit))
+    offset = max(0, min(MAX_OFFSET, offset))
+    stmt = (
+        sa.select(audit_records)
+        .where(*_audit_where(f))
+        .order_by(_AU.occurred_at.desc(), _AU.id)
+        .offset(offset)
+        .limit(limit + 1)
+    )
+    async with store.read() as uow:
+        rows = (await _conn(uow).execute(stmt)).mappings().all()
+    records = [AuditRecord.model_validate(dict(r)).model_dump(mode="json") for r in rows[:limit]]
+    return records, len(rows) > limit and offset + limit <= MAX_OFFSET
