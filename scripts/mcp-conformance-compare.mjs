@@ -12,19 +12,21 @@ const KNOWN = {};
 function load(dir) {
   const checks = new Map(); // "scenario / check id" -> status
   const scenarios = new Map(); // scenario -> {passed, failed}
+  const warnings = []; // "scenario / check id: message"
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const m = entry.isDirectory() && entry.name.match(/^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$/);
     if (!m) continue;
     const list = JSON.parse(readFileSync(join(dir, entry.name, "checks.json"), "utf8"));
     const tally = { passed: 0, failed: 0 };
     for (const c of list) {
+      if (c.status === "WARNING") warnings.push(`${m[1]} / ${c.id}: ${c.errorMessage ?? c.description}`);
       if (c.status !== "SUCCESS" && c.status !== "FAILURE") continue;
       checks.set(`${m[1]} / ${c.id}`, c.status);
       c.status === "SUCCESS" ? tally.passed++ : tally.failed++;
     }
     scenarios.set(m[1], tally);
   }
-  return { checks, scenarios };
+  return { checks, scenarios, warnings };
 }
 
 const [directDir, gatewayDir] = process.argv.slice(2);
@@ -49,6 +51,11 @@ for (const n of Object.keys(KNOWN)) {
   if (direct.scenarios.get(n)?.failed === 0 && gateway.scenarios.get(n)?.failed === 0) {
     console.log(`note: ${n} now passes through the gateway; remove it from KNOWN`);
   }
+}
+for (const w of gateway.warnings) console.log(`gateway warning: ${w}`);
+if (gateway.warnings.length) {
+  console.log("FAIL: the gateway must pass every scenario without warnings");
+  process.exit(1);
 }
 if (regressions.length) {
   console.log(`FAIL: the gateway fails checks the upstream passes directly: ${regressions.join(", ")}`);

@@ -12,6 +12,7 @@ import { completable } from "@modelcontextprotocol/sdk/server/completable.js";
 import { createMcpExpressApp } from "@modelcontextprotocol/sdk/server/express.js";
 import { McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { InMemoryEventStore } from "@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js";
 import {
   CreateMessageResultSchema,
   ElicitResultSchema,
@@ -71,6 +72,13 @@ function registerTools(server) {
       }
     }
     return text("Tool with progress executed successfully");
+  });
+  // server-sse-polling (SEP-1699): close the call's SSE stream mid-call; the client resumes with Last-Event-ID.
+  server.registerTool("test_reconnection", { description: "Closes its stream mid-call, then answers" }, async (extra) => {
+    await pause(100);
+    extra.closeSSEStream?.();
+    await pause(100);
+    return text("Reconnection test completed successfully");
   });
   server.registerTool("test_error_handling", { description: "Always fails" }, async () => ({
     isError: true, ...text("This tool intentionally returns an error for testing"),
@@ -188,6 +196,8 @@ app.post("/mcp", async (req, res) => {
     }
     transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
+      eventStore: new InMemoryEventStore(), // resumable streams (priming event, Last-Event-ID)
+      retryInterval: 500,
       onsessioninitialized: (id) => sessions.set(id, transport),
     });
     transport.onclose = () => transport.sessionId && sessions.delete(transport.sessionId);

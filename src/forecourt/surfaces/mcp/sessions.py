@@ -60,6 +60,7 @@ from forecourt.surfaces.mcp.backchannel import (
     is_reply,
 )
 from forecourt.surfaces.mcp.http import CALLER_KEY, Caller, _peek, send_json
+from forecourt.surfaces.mcp.resumption import EventLog, RecordedResponse, event_log_for, resume
 from forecourt.surfaces.mcp.subscriptions import SubscriptionRelay
 from forecourt.surfaces.mcp.uris import event_uris
 
@@ -126,6 +127,29 @@ def capability_code(declared: object) -> str:
         code += "f" if isinstance(elicitation.get("form"), dict) or not url else ""
         code += "u" if url else ""
     return code
+
+
+RESUMABLE_FROM = "2025-11-25"
+"""The first protocol version whose clients read a priming event (an SSE event with an id and empty data)."""
+
+
+def negotiated_code(params: object) -> str:
+    """``r`` when the version an ``initialize`` negotiates reads priming events (resumable streams), else ``""``.
+
+    The SDK answers the version the client asked for when it knows it, else its latest handshake version.
+    """
+    requested = params.get("protocolVersion") if isinstance(params, dict) else None
+    negotiated = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else HANDSHAKE_PROTOCOL_VERSIONS[-1]
+    return "r" if str(negotiated) >= RESUMABLE_FROM else ""
+
+
+def resumable(session_id: str) -> bool:
+    """Whether a (verified) session id says its client reads priming events: its POST streams are resumable.
+
+    Decided by the version negotiated in ``initialize``, not by a request's ``MCP-Protocol-Version`` header.
+    """
+    parts = session_id.split(".")
+    return len(parts) == 3 and "r" in parts[1]
 
 
 def session_capabilities(session_id: str) -> types.ClientCapabilities:
@@ -309,6 +333,7 @@ class LegacySessions:
         registry: Where subscriptions live.
         dealerships: The dealerships a stream of ``caller`` follows.
         replies: Where the client's answers to back channel requests go (default: :func:`replies_for`).
+        events: Where resumable response streams are recorded (default: the registry's Redis, else memory).
     """
 
     def __init__(
@@ -320,6 +345,7 @@ class LegacySessions:
         registry: SubscriptionRegistry,
         dealerships: Callable[[Caller], Awaitable[list[str]]],
         replies: ReplyRouter | None = None,
+        events: EventLog | None = None,
     ) -> None:
         self.app = app
         self.settings = settings
@@ -328,6 +354,9 @@ class LegacySessions:
         self.dealerships = dealerships
         self.ids = SessionIds(settings.cursor_secret.get_secret_value())
         self.replies: ReplyRouter = replies if replies is not None else replies_for(registry)
+        client = registry.client if isinstance(registry, RedisRegistry) else None
+        prefix = registry.prefix if isinstance(registry, RedisRegistry) else ""
+        self.events: EventLog = events if events is not None else event_log_for(client, prefix)
         self.streams = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -341,8 +370,14 @@ class LegacySessions:
             await _jsonrpc_status(send, 404, "Session not found")
             return
         if method == "GET":
+            last_event_id = _header(scope, b"last-event-id")
             if session_id is None:
                 await _jsonrpc_status(send, 400, "Bad Request: Missing session ID")
+            elif last_event_id is not None:
+                if not await resume(
+                    scope, receive, send, self.events, session_id, last_event_id, self.settings.mcp_sse_ping_s
+                ):
+                    await _jsonrpc_status(send, 400, "Bad Request: No stream to resume for that Last-Event-ID")
             else:
                 await self._stream(scope, receive, send, session_id)
         elif method == "DELETE" and session_id is not None:
@@ -357,6 +392,17 @@ class LegacySessions:
             await self.app(scope, receive, send)
 
     async def _in_session(self, scope: Scope, receive: Receive, send: Send, session_id: str) -> None:
+        """A POST of a session, its response stream recorded when the session is resumable."""
+        if not resumable(session_id):
+            await self._in_session_post(scope, receive, send, session_id)
+            return
+        recorded = RecordedResponse(send, receive, self.events, session_id)
+        try:
+            await self._in_session_post(scope, recorded.receive, recorded.send, session_id)
+        finally:
+            recorded.end()
+
+    async def _in_session_post(self, scope: Scope, receive: Receive, send: Send, session_id: str) -> None:
         """A POST of a session: an answer to a back channel request, or a message for the SDK."""
         capabilities = session_capabilities(session_id)
         scope = {**scope, CAPABILITIES_KEY: capabilities}
@@ -382,7 +428,7 @@ class LegacySessions:
             return
         params = body.get("params")
         declared = params.get("capabilities") if isinstance(params, dict) else None
-        session_id = self.ids.issue(binding_of(scope), capability_code(declared))
+        session_id = self.ids.issue(binding_of(scope), capability_code(declared) + negotiated_code(params))
 
         async def with_session(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] < 400:
