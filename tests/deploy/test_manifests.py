@@ -17,7 +17,13 @@ from forecourt.settings import Settings
 
 ENV_NAME = re.compile(r"\b((?:FORECOURT|OTEL|PROMETHEUS)_[A-Z0-9_]+)\b")
 # Variables of the deployment files themselves (HAProxy's addresses), not of Forecourt.
-DEPLOYMENT_ONLY = {"FORECOURT_LB_BIND", "FORECOURT_REPLICA_1", "FORECOURT_REPLICA_2", "FORECOURT_LB_CHECK_INTER"}
+DEPLOYMENT_ONLY = {
+    "FORECOURT_LB_BIND",
+    "FORECOURT_REPLICA_1",
+    "FORECOURT_REPLICA_2",
+    "FORECOURT_LB_CHECK_INTER",
+    "FORECOURT_PUBLISH_ADDRESS",
+}
 
 
 def _compose() -> dict:
@@ -54,7 +60,7 @@ def test_compose_runs_postgres_redis_two_replicas_a_load_balancer_and_prometheus
     for name in ("forecourt-1", "forecourt-2"):
         replica = services[name]
         env = replica["environment"]
-        assert env["FORECOURT_DATABASE_URL"].startswith("postgresql+asyncpg://")
+        assert "FORECOURT_DATABASE_URL" not in env  # it holds the database password: forecourt.env only
         assert env["FORECOURT_REDIS_URL"].startswith("redis://redis:6379")
         assert env["FORECOURT_INSTANCE_NAME"] == name
         assert replica["build"]["dockerfile"] == "deploy/Dockerfile"
@@ -76,7 +82,7 @@ def test_compose_ports_line_up_from_the_replicas_through_the_load_balancer_to_pr
         f"forecourt-2:{port}",
     }
     lb_port = lb_env["FORECOURT_LB_BIND"].rsplit(":", 1)[1]
-    assert services["lb"]["ports"] == [f"{lb_port}:{lb_port}"]
+    assert services["lb"]["ports"] == [f"${{FORECOURT_PUBLISH_ADDRESS:-127.0.0.1}}:{lb_port}:{lb_port}"]
     prometheus = yaml.safe_load((DEPLOY / "prometheus" / "prometheus.yml").read_text())
     targets = prometheus["scrape_configs"][0]["static_configs"][0]["targets"]
     assert sorted(targets) == [f"forecourt-1:{port}", f"forecourt-2:{port}"]
