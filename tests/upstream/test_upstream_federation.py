@@ -7,7 +7,7 @@ from typing import Any
 
 from mcp import Client
 from upstream_server import LONG_TOOL
-from upstream_support import LiveServer, UpstreamProcess, mcp_client, wait_for
+from upstream_support import MOTOR, LiveServer, UpstreamProcess, mcp_client, wait_for
 
 from forecourt.adapters.upstream import tool_name
 
@@ -109,6 +109,11 @@ async def test_the_tool_list_refreshes_when_the_upstream_announces_a_change(
     async with hc, client:
         grown = await client.call_tool("up.grow", {})
     assert grown.content[0].text == "extra_1"
+    # A new tool is pinned: held until the company's admin approves it (docs/security.md), then listed.
+    await wait_for(lambda: "extra_1" in live.hub.pinning.held.get(f"{MOTOR}/up", ()))
+    assert not await _listed(live, keys, "up.extra_1")
+    approved = await live.admin("POST", "/upstreams/up/tool-changes/approve", keys["admin"], {})
+    assert approved.status_code == 200
     await wait_for(lambda: _listed(live, keys, "up.extra_1"))
 
 

@@ -31,6 +31,23 @@ ADMIN_ACTIONS: tuple[Action, ...] = (
         write=True,
     ),
     _admin(
+        "admin.upstreams.tool_changes",
+        "List the changed tools of an upstream MCP server that wait for approval, each with its diff.",
+        {"upstream_id": {"type": "string", "pattern": SLUG.pattern}},
+        ["upstream_id"],
+        write=False,
+    ),
+    _admin(
+        "admin.upstreams.approve_tools",
+        "Approve changed tools of an upstream MCP server (all pending, or those named); they are offered again.",
+        {
+            "upstream_id": {"type": "string", "pattern": SLUG.pattern},
+            "tools": {"type": "array", "items": {"type": "string", "maxLength": 256}, "maxItems": 500},
+        },
+        ["upstream_id"],
+        write=True,
+    ),
+    _admin(
         "admin.upstreams.delete",
         "Remove an upstream MCP server; its tools disappear.",
         {"upstream_id": {"type": "string", "pattern": SLUG.pattern}},

@@ -8,7 +8,10 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from forecourt.domain.approvals import ApprovalRule
-from forecourt.domain.urls import OutboundUrl, StoredLink
+from forecourt.domain.protections import Protections
+from forecourt.domain.protections import Protections
+from forecourt.domain.urls import CONTEXT_KEY, OutboundUrl, StoredLink
+from forecourt.domain.values import checked_email, checked_phones, checked_timezone
 
 
 def one_or_many(value: Any) -> Any:
@@ -170,6 +173,8 @@ class Policy(BaseModel):
     """MCP role toolsets the company's members are offered tools from (empty: any). A member without a toolset of
     its own is offered these; a member's (or its key's) toolset narrows them further. Like a member's toolset it
     shapes what ``tools/list`` offers, not what may be called."""
+    protections: Protections = Protections()
+    """Per-turn restrictions after untrusted output, budgets, upstream auto-accept (docs/security.md)."""
 
 
 class AdapterSetting(BaseModel):
@@ -180,3 +185,5 @@ class AdapterSetting(BaseModel):
     company_id: str
     adapter_id: str
     config: dict[str, Any] = Field(default_factory=dict)
+    protections: Protections = Protections()
+    """Per-turn restrictions after untrusted output, budgets, upstream auto-accept (docs/security.md)."""

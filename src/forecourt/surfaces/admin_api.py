@@ -43,6 +43,14 @@ _ROUTES: list[tuple[str, str, str, str | None, dict[str, str]]] = [
     ("PUT", "/upstreams/{item_id}", "admin.upstreams.upsert", "upstream", {"item_id": "id"}),
     ("DELETE", "/upstreams/{item_id}", "admin.upstreams.delete", None, {"item_id": "upstream_id"}),
     ("PUT", "/upstreams/{item_id}/enabled", "admin.upstreams.set_enabled", "", {"item_id": "upstream_id"}),
+    ("GET", "/upstreams/{item_id}/tool-changes", "admin.upstreams.tool_changes", None, {"item_id": "upstream_id"}),
+    (
+        "POST",
+        "/upstreams/{item_id}/tool-changes/approve",
+        "admin.upstreams.approve_tools",
+        "",
+        {"item_id": "upstream_id"},
+    ),
     ("GET", "/dealerships/{dealership_id}/documents", "admin.knowledge.list", None, {"dealership_id": "dealership_id"}),
     (
         "POST",

@@ -73,6 +73,9 @@ def register_upstreams(
         credentials=gateway.credentials,
         operator_config=gateway.adapter_configs.defaults.get(ADAPTER_ID),
     )
+    from forecourt.adapters.upstream.pinning import change_counter
+
+    hub.pinning.count = change_counter(gateway.metrics.registry)
     catalogue.add_adapter(UpstreamAdapter(hub))
     tasks.run(hub.run)
     tasks.on_close(hub.close)

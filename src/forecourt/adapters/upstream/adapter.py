@@ -84,6 +84,8 @@ class UpstreamAdapter:
         if binding.kind == "forward":
             return await self._forward(session, payload)
         tool = binding.tool if binding.kind == "tool" else str(payload["name"])
+        if tool in self.hub.pinning.held.get(binding.key, ()):  # a changed tool waits for an administrator
+            raise UnknownAction(details={"action": name[:100]})
         arguments = dict(payload) if binding.kind == "tool" else dict(payload.get("arguments") or {})
         return await self._call(session, binding, tool, arguments)
 
@@ -163,7 +165,28 @@ class UpstreamAdapter:
             return AdapterResult(output={"deleted": True}, result_type="admin.result")
         if name == "admin.upstreams.set_enabled":
             return await self._set_enabled(company_id, payload, ctx)
+        if name in ("admin.upstreams.tool_changes", "admin.upstreams.approve_tools"):
+            return await self._pins(name, company_id, payload, ctx)
         return await self._upsert(company_id, operator, payload, ctx)
+
+    async def _pins(
+        self, name: str, company_id: str, payload: Mapping[str, Any], ctx: ExecutionContext
+    ) -> AdapterResult:
+        """Pinned tools (pinning.py): the changes waiting for approval, with their diffs, or approving them."""
+        upstream_id = str(payload["upstream_id"])
+        async with ctx.store.read() as uow:
+            found = await uow.upstreams.get(company_id, upstream_id)
+        if found is None:
+            raise UpstreamNotFound()
+        pinning = self.hub.pinning
+        if name == "admin.upstreams.tool_changes":
+            items = await pinning.changes(company_id, upstream_id)
+            return AdapterResult(output={"upstream_id": upstream_id, "items": items}, result_type="admin.result")
+        tools = payload.get("tools")
+        chosen = [str(t) for t in tools] if isinstance(tools, list) else None
+        approved = await pinning.approve(company_id, upstream_id, chosen, by=ctx.principal.member_id)
+        await self.hub.repin(found.key)  # other replicas follow at their next registry sync
+        return AdapterResult(output={"upstream_id": upstream_id, "approved": approved}, result_type="admin.result")
 
     async def _set_enabled(self, company_id: str, payload: Mapping[str, Any], ctx: ExecutionContext) -> AdapterResult:
         """Flip ``enabled`` on the stored definition (who registered it, and its secrets, stay as they were)."""

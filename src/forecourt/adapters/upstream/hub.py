@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from forecourt.adapters.upstream.pinning import ToolPinning
 from forecourt.contract import Action, Catalogue
 from forecourt.domain.upstreams import ADAPTER_ID, Registered, UpstreamSpec, forward_action_name, tool_name
 from forecourt.errors import ForecourtError
@@ -36,7 +37,6 @@ if TYPE_CHECKING:  # the MCP SDK is imported when an upstream is first connected
     import mcp_types as types
 
     from forecourt.adapters.upstream.pool import UpstreamSession
-
 logger = logging.getLogger(__name__)
 
 BindingKind = Literal["tool", "forward", "call"]
@@ -168,6 +168,7 @@ class UpstreamHub:
         self.skipped: dict[str, list[str]] = {}
         self.tool_listeners: list[Callable[[str], None]] = []
         self.resource_listeners: list[Callable[[str, str], None]] = []
+        self.pinning = ToolPinning(store)
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._loaded = False
@@ -213,9 +214,11 @@ class UpstreamHub:
         for key, reg in wanted.items():
             if key not in self.registered:
                 self._add(reg)
-        for key, session in self.sessions.items():
+        for key, session in list(self.sessions.items()):
             if not session.connected and session.retry_due():
                 self._spawn(self.refresh(key))
+            elif session.connected:
+                await self.repin(key)
 
     def _add(self, reg: Registered) -> None:
         from forecourt.adapters.upstream.pool import UpstreamSession
@@ -260,7 +263,19 @@ class UpstreamHub:
         except ForecourtError as exc:
             logger.info("upstream %s not refreshed: %s", key, exc.code)
             return
-        self._install_tools(key, session.tools)
+        reg = self.registered.get(key)
+        if reg is not None:  # changed tools wait for an administrator (pinning.py)
+            self._install_tools(key, await self.pinning.offered(reg, session.tools))
+
+    async def repin(self, key: str) -> None:
+        """Offer again what the pins allow of the upstream's last listing (an approval here or on another replica)."""
+        session, reg = self.sessions.get(key), self.registered.get(key)
+        if session is None or reg is None or not session.connected:
+            return
+        before = self.pinning.signature.get(key)
+        tools = await self.pinning.offered(reg, session.tools)
+        if self.pinning.signature.get(key) != before:
+            self._install_tools(key, tools)
 
     def _install_tools(self, key: str, tools: list[types.Tool]) -> None:
         reg = self.registered.get(key)
@@ -359,6 +374,7 @@ def spec_public(reg: Registered, hub: UpstreamHub) -> dict[str, Any]:
             "last_error": session.last_error if session else None,
             "tools": hub.tool_names(reg.key),
             "skipped_tools": hub.skipped.get(reg.key, []),
+            "held_tools": sorted(hub.pinning.held.get(reg.key, ())),
         },
     }
 

@@ -139,6 +139,7 @@ policies = sa.Table(
     sa.Column("rate_limits", JSONType, nullable=False),
     sa.Column("require_approval", JSONType, nullable=False, server_default="[]"),
     sa.Column("toolsets", JSONType, nullable=False, server_default="[]"),
+    sa.Column("protections", JSONType, nullable=False, server_default="{}"),
 )
 
 adapter_settings = sa.Table(

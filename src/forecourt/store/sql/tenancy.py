@@ -33,6 +33,7 @@ _POLICY_JSON = (
     "rate_limits",
     "require_approval",
     "toolsets",
+    "protections",
 )
 _KEY_JSON = ("scopes", "dealership_ids")
 

@@ -6,9 +6,10 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
+from forecourt.domain.tool_pins import ToolPin
 from forecourt.domain.upstreams import Registered, UpstreamSpec
 from forecourt.store.sql.context import TxContext
-from forecourt.store.sql.upstream_tables import upstream_servers
+from forecourt.store.sql.upstream_tables import upstream_servers, upstream_tool_pins
 
 
 class SqlUpstreamRepository:
@@ -72,4 +73,46 @@ class SqlUpstreamRepository:
                 upstream_servers.c.company_id == company_id, upstream_servers.c.id == upstream_id
             )
         )
+        await self.conn.execute(
+            sa.delete(upstream_tool_pins).where(
+                upstream_tool_pins.c.company_id == company_id, upstream_tool_pins.c.upstream_id == upstream_id
+            )
+        )
         return bool(result.rowcount)
+
+    async def pins(self, company_id: str, upstream_id: str) -> dict[str, ToolPin]:
+        """The pinned tools of one upstream, by the upstream's own tool name."""
+        t = upstream_tool_pins
+        stmt = sa.select(t).where(t.c.company_id == company_id, t.c.upstream_id == upstream_id)
+        found: dict[str, ToolPin] = {}
+        for row in await self.conn.execute(stmt):
+            m = row._mapping
+            found[str(m["tool"])] = ToolPin(
+                tool=str(m["tool"]),
+                digest=m["digest"],
+                definition=m["definition"],
+                proposed_digest=m["proposed_digest"],
+                proposed=m["proposed"],
+                changed_at=m["changed_at"],
+            )
+        return found
+
+    async def save_pins(self, company_id: str, upstream_id: str, pins: dict[str, ToolPin], *, now: datetime) -> None:
+        """Replace the pinned tools of one upstream."""
+        t = upstream_tool_pins
+        await self.conn.execute(sa.delete(t).where(t.c.company_id == company_id, t.c.upstream_id == upstream_id))
+        rows = [
+            {
+                "company_id": company_id,
+                "upstream_id": upstream_id,
+                "tool": name,
+                "digest": pin.digest,
+                "definition": pin.definition,
+                "proposed_digest": pin.proposed_digest,
+                "proposed": pin.proposed,
+                "changed_at": pin.changed_at or now,
+            }
+            for name, pin in pins.items()
+        ]
+        if rows:
+            await self.conn.execute(sa.insert(t), rows)
