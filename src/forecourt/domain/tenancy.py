@@ -9,9 +9,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from forecourt.domain.approvals import ApprovalRule
 from forecourt.domain.protections import Protections
-from forecourt.domain.protections import Protections
-from forecourt.domain.urls import CONTEXT_KEY, OutboundUrl, StoredLink
-from forecourt.domain.values import checked_email, checked_phones, checked_timezone
+from forecourt.domain.urls import OutboundUrl, StoredLink
 
 
 def one_or_many(value: Any) -> Any:
@@ -185,5 +183,3 @@ class AdapterSetting(BaseModel):
     company_id: str
     adapter_id: str
     config: dict[str, Any] = Field(default_factory=dict)
-    protections: Protections = Protections()
-    """Per-turn restrictions after untrusted output, budgets, upstream auto-accept (docs/security.md)."""

@@ -21,7 +21,6 @@ from forecourt.domain.people import ConsentGrant, Customer, Lead
 from forecourt.domain.service import Appointment, RepairOrder, ServiceSlot
 from forecourt.domain.tenancy import AdapterSetting, Company, Dealership, Member, Policy, Profile
 from forecourt.domain.tool_pins import ToolPin
-from forecourt.domain.tool_pins import ToolPin
 from forecourt.domain.upstreams import Registered, UpstreamSpec
 from forecourt.domain.vehicle import CardPage, Facets, InventoryQuery, SearchPage, Vehicle
 from forecourt.domain.workflows import DefinitionRecord, RunRecord
@@ -395,13 +394,6 @@ class UpstreamRepository(Protocol):
 
 
 class NamedQueryRepository(Protocol):
-    async def pins(self, company_id: str, upstream_id: str) -> dict[str, ToolPin]:
-        """The pinned tools of one upstream (domain/tool_pins.py), by the upstream's own tool name."""
-        ...
-
-    async def save_pins(self, company_id: str, upstream_id: str, pins: dict[str, ToolPin], *, now: datetime) -> None:
-        """Replace the pinned tools of one upstream."""
-        ...
     """Named query definitions per company, and running them over the dealer tables."""
 
     async def get(self, company_id: str, query_id: str) -> NamedQuery | None: ...
