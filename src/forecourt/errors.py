@@ -95,7 +95,7 @@ PII, no SQL, no provider internals. Errors live here, or in one ``errors.py`` of
       Overloaded
       PeerUnavailable  [adapters.errors]
       RateLimited
-      ResultTooLarge  [surfaces.mcp.errors]
+      ResultTooLarge
       RuntimeNotConfigured  [adapters.errors]
       SessionsUnavailable  [adapters.errors]
       SlotsUnavailable  [adapters.errors]
@@ -463,6 +463,15 @@ class Overloaded(ForecourtError):
     jsonrpc_code = -32000
     retryable = True
     default_message = "The service is busy; try again shortly."
+
+
+class ResultTooLarge(ForecourtError):
+    """A result exceeds ``FORECOURT_MCP_MAX_RESULT_BYTES`` (a Forecourt tool's, or an upstream tool's on every door)."""
+
+    code = "mcp.result_too_large"
+    http_status = 413
+    jsonrpc_code = -32000
+    default_message = "The result is too large; ask for a smaller page (limit) or narrower filters."
 
 
 class UpstreamError(ForecourtError):

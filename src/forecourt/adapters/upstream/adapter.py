@@ -12,6 +12,7 @@ import contextvars
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
+from forecourt.adapters.upstream.caps import check_result_size
 from forecourt.adapters.upstream.hub import Binding, UpstreamHub, spec_public
 from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.domain.errors import NamespaceTaken, UpstreamNotFound
@@ -87,7 +88,9 @@ class UpstreamAdapter:
         if tool in self.hub.pinning.held.get(binding.key, ()):  # a changed tool waits for an administrator
             raise UnknownAction(details={"action": name[:100]})
         arguments = dict(payload) if binding.kind == "tool" else dict(payload.get("arguments") or {})
-        return await self._call(session, binding, tool, arguments)
+        result = await self._call(session, binding, tool, arguments)
+        check_result_size(result.output, context.settings.mcp_max_result_bytes)  # caps.py: on every door
+        return result
 
     async def _call(
         self, session: UpstreamSession, binding: Binding, tool: str, arguments: dict[str, Any]

@@ -28,9 +28,8 @@ from mcp import MCPError
 from forecourt import caching
 from forecourt.actions.toolsets import NameMode, llm_name, llm_names
 from forecourt.contract import Action, Catalogue
-from forecourt.errors import ForecourtError
+from forecourt.errors import ForecourtError, ResultTooLarge
 from forecourt.surfaces.mcp import schemas, views
-from forecourt.surfaces.mcp.errors import ResultTooLarge
 from forecourt.surfaces.mcp.uris import item_uri
 
 AAP_PREFIX = "aap."
