@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -72,3 +73,102 @@ async def test_the_root_documents_follow_the_host_header_else_the_default_dealer
     unknown = (await rig.client.get("/.well-known/auto-agent-contract.json", headers={"host": "elsewhere.test"})).json()
     assert unknown["dealer"]["dealer_id"] == TOYOTA  # settings.default_dealership
     assert (await rig.client.get("/dealers/nope/.well-known/agent-card.json")).status_code == 404
+
+
+# Every field whose AAP (snake_case) and A2A v1.0 (camelCase) names differ, as (AAP name, A2A name).
+TWINS = [
+    ("supported_interfaces", "supportedInterfaces"),
+    ("default_input_modes", "defaultInputModes"),
+    ("default_output_modes", "defaultOutputModes"),
+    ("security_schemes", "securitySchemes"),
+    ("security_requirements", "securityRequirements"),
+]
+
+
+def _a2a_view(card: dict[str, Any]) -> dict[str, Any]:
+    """What a strict A2A v1.0 reader sees: the camelCase names only, every snake_case twin left out."""
+    snake = {s for s, _ in TWINS}
+    view = {k: v for k, v in card.items() if k not in snake}
+    view["skills"] = [{k: v for k, v in s.items() if k not in ("input_modes", "output_modes")} for s in card["skills"]]
+    return view
+
+
+def _strict_parse(view: dict[str, Any]) -> Any:
+    from a2a.types import AgentCard
+    from google.protobuf.json_format import ParseDict
+
+    return ParseDict(view, AgentCard(), ignore_unknown_fields=False)
+
+
+async def test_the_card_speaks_both_aap_and_strict_a2a_v1_for_a_public_and_a_bearer_dealer(rig: Rig) -> None:
+    async with rig.services.store.transaction() as uow:
+        dealer = await uow.tenancy.get_dealership(HONDA)
+        assert dealer is not None
+        await uow.tenancy.upsert_dealership(dealer.model_copy(update={"public_agent": False}))
+    for dealer_id, bearer in ((TOYOTA, False), (HONDA, True)):
+        card = (await rig.client.get(f"/dealers/{dealer_id}/.well-known/agent-card.json")).json()
+        assert errors("agent-card.schema.json", card) == []
+        for snake, camel in TWINS:
+            assert snake in card, snake
+            assert camel in card, camel
+        # Optional protobuf fields (one name only, or protobuf parsers refuse the card): the A2A spelling.
+        assert card["capabilities"]["pushNotifications"] is True
+        assert "push_notifications" not in card["capabilities"]
+        assert card["documentationUrl"].endswith("/.well-known/auto-agent-llm-guide.md")
+        from a2a.client.card_resolver import parse_agent_card
+
+        assert parse_agent_card(json.loads(json.dumps(card))).capabilities.push_notifications is True
+        for skill in card["skills"]:
+            assert skill["inputModes"] == skill["input_modes"]
+            assert skill["outputModes"] == skill["output_modes"]
+        parsed = _strict_parse(_a2a_view(card))  # no unknown field, no wrong shape
+        assert parsed.capabilities.push_notifications is True
+        assert list(parsed.default_input_modes) == card["default_input_modes"]
+        assert list(parsed.default_output_modes) == card["default_output_modes"]
+        assert parsed.documentation_url == card["documentationUrl"]
+        assert list(parsed.skills[0].input_modes) == card["skills"][0]["input_modes"]
+        assert {i.protocol_binding for i in parsed.supported_interfaces} == {"JSONRPC", "HTTP+JSON"}
+        assert card_requires_bearer(card) is bearer
+        assert bool(parsed.security_requirements) is bearer
+        if bearer:
+            assert parsed.security_schemes["bearer"].http_auth_security_scheme.scheme == "bearer"
+            assert "bearer" in parsed.security_requirements[0].schemes
+
+
+async def test_a_bearer_cards_aap_security_block_is_in_seed_003s_example_form(rig: Rig) -> None:
+    async with rig.services.store.transaction() as uow:
+        dealer = await uow.tenancy.get_dealership(HONDA)
+        assert dealer is not None
+        await uow.tenancy.upsert_dealership(dealer.model_copy(update={"public_agent": False}))
+    card = (await rig.client.get(f"/dealers/{HONDA}/.well-known/agent-card.json")).json()
+    scheme = card["security_schemes"]["bearer"]
+    assert {k: scheme[k] for k in ("type", "scheme")} == {"type": "http", "scheme": "bearer"}
+    assert isinstance(scheme["bearer_format"], str)
+    assert card["security_requirements"] == [{"bearer": []}]
+    # The Python a2a-sdk reads the card as served (both spellings; the A2A form comes last and wins).
+    from a2a.client.card_resolver import parse_agent_card
+
+    parsed = parse_agent_card(card)
+    assert parsed.security_schemes["bearer"].http_auth_security_scheme.scheme == "bearer"
+    assert "bearer" in parsed.security_requirements[0].schemes
+
+
+async def test_discovery_documents_carry_an_etag_and_answer_304_when_it_matches(rig: Rig) -> None:
+    for path in (
+        f"/dealers/{TOYOTA}/.well-known/agent-card.json",
+        f"/dealers/{TOYOTA}/.well-known/auto-agent-contract.json",
+        f"/dealers/{TOYOTA}/.well-known/auto-agent-llm-guide.md",
+        "/agent/.well-known/agent-card.json",
+    ):
+        first = await rig.client.get(path)
+        assert first.status_code == 200
+        etag = first.headers["etag"]
+        assert etag.startswith('"')
+        assert first.headers["cache-control"].startswith("public, max-age=")
+        again = await rig.client.get(path, headers={"If-None-Match": etag})
+        assert again.status_code == 304, path
+        assert again.content == b""
+        assert again.headers["etag"] == etag
+        other = await rig.client.get(path, headers={"If-None-Match": '"something-else"'})
+        assert other.status_code == 200
+        assert other.content == first.content

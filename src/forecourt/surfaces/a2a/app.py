@@ -23,7 +23,7 @@ from a2a.types import CancelTaskRequest, Task
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 from prometheus_client import Counter
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route
 
 from forecourt.domain.aap_spec import SKILLS, normalise_numbers
@@ -48,6 +48,7 @@ from forecourt.surfaces.a2a.card import (
 from forecourt.surfaces.a2a.direct import DirectSends
 from forecourt.surfaces.a2a.errors import AapError, to_aap_error
 from forecourt.surfaces.a2a.executor import AapExecutor, Subscriber, recorded_error
+from forecourt.surfaces.a2a.http_cache import conditional, conditional_json
 from forecourt.surfaces.a2a.owners import OWNER, PRINCIPAL_SCOPE, owner_for, task_owner
 from forecourt.surfaces.a2a.streaming import stream_with_aap_errors
 from forecourt.surfaces.http_util import error_body, error_headers
@@ -57,7 +58,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_CACHE = "public, max-age=60"
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -356,16 +356,16 @@ class A2ASurface:
             except Exception:  # top of the surface
                 logger.exception("discovery lookup failed")
                 return JSONResponse(error_body(InternalError()), status_code=500)
-            return self._render(kind, str(request.base_url), dealer, company)
+            return self._render(request, kind, dealer, company)
 
         return endpoint
 
-    def _render(self, kind: str, root: str, dealer: Dealership, company: Company | None) -> Response:
-        headers = {"Cache-Control": _CACHE}
+    def _render(self, request: Request, kind: str, dealer: Dealership, company: Company | None) -> Response:
+        root = str(request.base_url)
         if kind == "guide":
-            return PlainTextResponse(build_guide(root, dealer), media_type="text/markdown", headers=headers)
+            return conditional(request, build_guide(root, dealer).encode(), "text/markdown; charset=utf-8")
         body = build_card(root, dealer, company) if kind == "card" else build_manifest(root, dealer, company)
-        return JSONResponse(body, headers=headers)
+        return conditional_json(request, body)
 
     async def deliveries(self, request: Request) -> Response:
         """``GET /admin/v1/dealerships/{d}/leads/{lead}/deliveries`` through the gateway (``leads.delivery_status``)."""

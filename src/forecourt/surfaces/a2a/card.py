@@ -1,12 +1,19 @@
 """Discovery documents per dealership: the A2A agent card, the AAP contract manifest and the LLM guide.
 
-The card must satisfy three readers at once (SPEC-NOTES): the AAP JSON Schema (snake_case
-``supported_interfaces`` with closed items), the Python ``a2a-sdk`` parser (protobuf JSON: accepts
-snake_case, drops unknown fields silently) and ``@a2a-js/sdk`` (reads camelCase ``supportedInterfaces``
-unless the card has camelCase proto security). So the card carries the snake_case AAP fields, a
-camelCase duplicate of ``supportedInterfaces`` (AAP allows extra top-level keys), and security in the
-proto shape (``http_auth_security_scheme``; requirements as ``{"schemes": {"bearer": {"list": []}}}``),
-which the AAP schema accepts (free-form objects) and the SDK clients understand.
+The card must satisfy several readers at once (SPEC-NOTES, ``docs/aap.md``): the AAP JSON Schema and seed 003
+(snake_case ``supported_interfaces``, ``default_input_modes``, ... with closed interface items, and security in
+seed 003's example form ``{"bearer": {"type": "http", "scheme": "bearer", ...}}`` / ``[{"bearer": []}]``), and
+strict A2A v1.0 readers (the Python ``a2a-sdk``, ``@a2a-js/sdk``, the A2A TCK), which read the camelCase names
+of A2A v1.0 JSON with security in the protobuf shape (``httpAuthSecurityScheme``; requirements as
+``{"schemes": {"bearer": {"list": []}}}``). So every field whose two spellings differ is written in both: the
+snake_case AAP name first and its camelCase A2A twin after it (protobuf JSON parsers read both names of one field
+and keep the last one, so the A2A form wins there). Fields spelled the same (``name``, ``skills``, ``streaming``,
+...) appear once. AAP allows extra keys everywhere it matters (top level, ``capabilities``, skills).
+
+The exception: ``documentationUrl``, ``capabilities.pushNotifications`` and ``capabilities.extendedAgentCard`` are
+``optional`` fields in A2A's protobuf, and a protobuf JSON parser refuses both names of an optional field in one
+object ("should not have multiple oneof fields"; the ``a2a-sdk`` client would reject the card). AAP's schema does not
+require them, so they are written once, in the A2A spelling.
 """
 
 from __future__ import annotations
@@ -54,44 +61,60 @@ def dealer_base(root: str, dealer: Dealership) -> str:
     return f"{root.rstrip('/')}/dealers/{dealer.id}"
 
 
-def _security(dealer: Dealership) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+BEARER_FORMAT = "Forecourt API key or OIDC JWT"
+BEARER_NOTE = "Send 'Authorization: Bearer <token>' on every call; tokens are issued by the dealer."
+
+
+def _security(dealer: Dealership) -> dict[str, Any]:
+    """Both spellings of the security blocks: seed 003's example form, then A2A v1.0's protobuf JSON."""
     if dealer.public_agent:
-        return {}, []
-    schemes = {
-        "bearer": {
-            "http_auth_security_scheme": {
-                "scheme": "bearer",
-                "bearer_format": "Forecourt API key or OIDC JWT",
-                "description": "Send 'Authorization: Bearer <token>' on every call; tokens are issued by the dealer.",
+        return {"security_schemes": {}, "security_requirements": [], "securitySchemes": {}, "securityRequirements": []}
+    return {
+        "security_schemes": {
+            "bearer": {"type": "http", "scheme": "bearer", "bearer_format": BEARER_FORMAT, "description": BEARER_NOTE}
+        },
+        "security_requirements": [{"bearer": []}],
+        "securitySchemes": {
+            "bearer": {
+                "httpAuthSecurityScheme": {
+                    "scheme": "bearer",
+                    "bearerFormat": BEARER_FORMAT,
+                    "description": BEARER_NOTE,
+                }
             }
-        }
+        },
+        "securityRequirements": [{"schemes": {"bearer": {"list": []}}}],
     }
-    return schemes, [{"schemes": {"bearer": {"list": []}}}]
 
 
 def _skill(skill_id: str) -> dict[str, Any]:
     skill = next(s for s in SKILLS if s.id == skill_id)
+    input_modes = [skill.request_media_type, "application/json"]
+    output_modes = [skill.response_media_type, "application/json"]
     return {
         "id": skill.id,
         "name": skill.name,
         "description": skill.description,
         "tags": list(skill.tags),
-        "input_modes": [skill.request_media_type, "application/json"],
-        "output_modes": [skill.response_media_type, "application/json"],
+        "input_modes": input_modes,
+        "output_modes": output_modes,
+        "inputModes": input_modes,
+        "outputModes": output_modes,
     }
 
 
 def build_card(root: str, dealer: Dealership, company: Company | None) -> dict[str, Any]:
-    """The A2A v1.0 agent card of ``dealer`` with the AAP extension (see the module docstring)."""
+    """The A2A v1.0 agent card of ``dealer`` with the AAP extension, in both spellings (module docstring)."""
     base = dealer_base(root, dealer)
     interfaces = [
         {"url": base + JSONRPC_PATH, "protocol_binding": "JSONRPC", "protocol_version": A2A_VERSION},
         {"url": base + REST_PATH, "protocol_binding": "HTTP+JSON", "protocol_version": A2A_VERSION},
     ]
-    schemes, requirements = _security(dealer)
     provider: dict[str, Any] = {"organization": company.name if company else dealer.name}
     if dealer.website:
         provider["url"] = dealer.website
+    input_modes = ["application/json", *(s.request_media_type for s in SKILLS)]
+    output_modes = ["application/json", *(s.response_media_type for s in SKILLS)]
     return {
         "name": f"{dealer.name} Dealer Agent",
         "description": (
@@ -100,7 +123,7 @@ def build_card(root: str, dealer: Dealership, company: Company | None) -> dict[s
         ),
         "version": forecourt_version,
         "provider": provider,
-        "documentation_url": base + GUIDE_PATH,
+        "documentationUrl": base + GUIDE_PATH,
         "supported_interfaces": interfaces,
         "supportedInterfaces": [
             {"url": i["url"], "protocolBinding": i["protocol_binding"], "protocolVersion": A2A_VERSION}
@@ -108,8 +131,8 @@ def build_card(root: str, dealer: Dealership, company: Company | None) -> dict[s
         ],
         "capabilities": {
             "streaming": True,
-            "push_notifications": True,
-            "extended_agent_card": False,
+            "pushNotifications": True,
+            "extendedAgentCard": False,
             "extensions": [
                 {
                     "uri": EXTENSION_URI,
@@ -126,11 +149,12 @@ def build_card(root: str, dealer: Dealership, company: Company | None) -> dict[s
                 }
             ],
         },
-        "default_input_modes": ["application/json", *(s.request_media_type for s in SKILLS)],
-        "default_output_modes": ["application/json", *(s.response_media_type for s in SKILLS)],
+        "default_input_modes": input_modes,
+        "defaultInputModes": input_modes,
+        "default_output_modes": output_modes,
+        "defaultOutputModes": output_modes,
         "skills": [_skill(s) for s in SKILL_IDS],
-        "security_schemes": schemes,
-        "security_requirements": requirements,
+        **_security(dealer),
     }
 
 

@@ -43,6 +43,7 @@ from forecourt.gateway.pipeline import Gateway
 from forecourt.outbound_urls import guarded_transport
 from forecourt.settings import Settings
 from forecourt.surfaces.a2a.app import push_url_validator
+from forecourt.surfaces.a2a.http_cache import conditional_json
 from forecourt.surfaces.a2a.owners import OWNER, PRINCIPAL_SCOPE, principal_owner, task_owner
 from forecourt.surfaces.a2a.push import SignedPushSender
 from forecourt.surfaces.a2a.task_ends import TaskEnds
@@ -242,9 +243,7 @@ class GatewayAgentSurface:
 
     async def card(self, request: Request) -> Response:
         """``GET /agent/.well-known/agent-card.json``."""
-        return JSONResponse(
-            agent_card(str(request.base_url), self.settings), headers={"Cache-Control": "public, max-age=60"}
-        )
+        return conditional_json(request, agent_card(str(request.base_url), self.settings))
 
     def _authenticated(self, endpoint: Endpoint, *, jsonrpc: bool) -> Endpoint:
         async def wrapped(request: Request) -> Response:
