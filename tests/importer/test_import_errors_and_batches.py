@@ -107,11 +107,12 @@ async def test_batches_keep_upsert_semantics_events_and_duplicate_detection_acro
     assert (corolla.status, corolla.sold_at) == (VehicleStatus.SOLD, later)
     assert tacoma.status is VehicleStatus.REMOVED
     assert rav4.last_verified_at == later
-    updates = [e for e in await _events(store) if e[0] == "updated"]
-    assert sorted(updates) == sorted([("updated", "4T1DAACKXSU100101"), ("updated", "JTDBCMEE6PJ100104"),
-                                      ("updated", "3TMLB5JN6MM100105")])  # fmt: skip
+    later_events = (await _events(store))[len(GOOD) :]
+    assert sorted(later_events) == sorted([("updated", "4T1DAACKXSU100101"), ("updated", "JTDBCMEE6PJ100104"),
+                                           ("deleted", "3TMLB5JN6MM100105")])  # fmt: skip
     third = await import_feed(store, _feed(*GOOD), DEALER, now=later, filename="f.csv", batch_rows=2)
     assert (third.created, third.updated, third.unchanged) == (0, 3, 2)  # price back, unsold, tacoma back on sale
+    assert ("created", "3TMLB5JN6MM100105") in (await _events(store))[len(GOOD) + 3 :]  # back in the inventory
 
 
 def test_a_new_vehicle_is_built_the_same_with_or_without_model_validation() -> None:

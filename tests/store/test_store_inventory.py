@@ -111,7 +111,7 @@ async def test_mark_unavailable_except_removes_only_offerable_vehicles_missing_f
     assert other is not None
     assert other.status is VehicleStatus.AVAILABLE
     assert sorted(e.resource_id for e in events) == [vehicle(2).id, vehicle(3).id]
-    assert {e.status for e in events} == {"removed"}
+    assert {(e.change_type.value, e.status) for e in events} == {("deleted", "removed")}
 
 
 async def test_set_status_sold_stamps_sold_at_and_writes_an_event(store: SqlStore) -> None:

@@ -18,6 +18,19 @@ class ChangeType(StrEnum):
     DELETED = "deleted"
 
 
+def change_of(*, was_listed: bool, is_listed: bool) -> ChangeType:
+    """The change a consumer sees when a stored resource changes (seed 002 §3.6: created, updated, deleted).
+
+    A resource that leaves its collection while its record is kept (a vehicle marked ``removed``) is
+    ``deleted`` for a consumer; one that comes back is ``created`` again; anything else is ``updated``.
+    """
+    if was_listed and not is_listed:
+        return ChangeType.DELETED
+    if is_listed and not was_listed:
+        return ChangeType.CREATED
+    return ChangeType.UPDATED
+
+
 class ResourceType(StrEnum):
     """Resource types that produce events (singular snake_case nouns)."""
 

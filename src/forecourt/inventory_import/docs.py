@@ -93,8 +93,10 @@ columns are never read.
 
 Without `--full`, vehicles missing from the feed are left alone (a partial feed, or a feed of
 changes). With `--full`, every vehicle of the dealership that is on offer (`available`,
-`in_transit`, `pending`) and whose VIN is not in the feed is marked **`removed`** — never deleted:
-its history, leads and events stay, and it comes back if a later feed lists it. Rows rejected for a
+`in_transit`) and whose VIN is not in the feed is marked **`removed`**; its record is kept: its
+history, leads and events stay, and it comes back if a later feed lists it. To event consumers (MCP
+subscriptions, `events.list`) it has left the inventory: its event is `deleted`, and a vehicle that comes
+back (or is set to any status but `removed`) is `created` again (seed 002 §3.6). Rows rejected for a
 reason other than their VIN still count as present, so a typo in one price does not take a car off
 sale. A full import with no usable row at all is refused (`inventory.import_rejected`, reason
 `empty_feed`) rather than emptying the lot. `sold` and `removed` vehicles are not touched.

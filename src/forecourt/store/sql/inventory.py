@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 
 from forecourt import caching
-from forecourt.domain.events import ChangeEvent, ChangeType, ResourceType
+from forecourt.domain.events import ChangeEvent, ChangeType, ResourceType, change_of
 from forecourt.domain.measure import Measure
 from forecourt.domain.money import Money
 from forecourt.domain.timeutil import utcnow
@@ -198,6 +198,12 @@ def count_cap(query: InventoryQuery) -> int:
     return max(TOTAL_COUNTED_UP_TO, query.limit + 1)
 
 
+def _change(before: VehicleStatus, after: VehicleStatus) -> ChangeType:
+    """``removed`` takes a vehicle out of the inventory (``deleted``); leaving it brings it back (``created``)."""
+    gone = VehicleStatus.REMOVED
+    return change_of(was_listed=before is not gone, is_listed=after is not gone)
+
+
 def _event(vehicle: Vehicle, change: ChangeType, at: datetime) -> ChangeEvent:
     return ChangeEvent(
         id=new_id(),
@@ -362,7 +368,8 @@ class SqlInventoryRepository:
         del row["id"]
         await self._ctx.update_where(vehicles, (_V.id == existing.id,), row)
         if changed:
-            await self._ctx.append_event(_event(merged, ChangeType.UPDATED, updated_at or now))
+            change = _change(existing.status, merged.status)
+            await self._ctx.append_event(_event(merged, change, updated_at or now))
 
     async def mark_unavailable_except(self, dealership_id: str, keep_vins: set[str], at: datetime) -> int:
         """Mark every offerable vehicle whose VIN is not in ``keep_vins`` as removed; returns how many."""
@@ -402,7 +409,7 @@ class SqlInventoryRepository:
         changed = current.model_copy(update=update)
         values = {**update, "status": new_status.value}
         await self._ctx.update_where(vehicles, (_V.id == vehicle_id,), values)
-        await self._ctx.append_event(_event(changed, ChangeType.UPDATED, at))
+        await self._ctx.append_event(_event(changed, _change(current.status, new_status), at))
         return changed
 
     async def comparables(

@@ -20,7 +20,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from forecourt import caching
-from forecourt.domain.events import ChangeEvent, ChangeType, ResourceType
+from forecourt.domain.events import ChangeEvent, ChangeType, ResourceType, change_of
 from forecourt.domain.timeutil import utcnow
 from forecourt.domain.vehicle import Vehicle, VehicleStatus
 from forecourt.store.sql import search
@@ -110,8 +110,9 @@ async def write_import(
             events.append(_event(vehicle, ChangeType.CREATED, stamp))
         await _insert_rows(ctx, vehicles, rows)
     if changed:
+        was_removed = await _removed_ids(ctx, [v.id for v in changed])
         await _update_changed(ctx, changed, now, to_row)
-        events.extend(_event(v, ChangeType.UPDATED, now) for v in changed)
+        events.extend(_event(v, _change(v.id in was_removed, v), now) for v in changed)
     await _refresh_verified(ctx, verified, at)
     await _insert_rows(ctx, outbox, events)
 
@@ -154,6 +155,20 @@ async def _insert_rows(ctx: TxContext, table: sa.Table, rows: list[dict[str, Any
     await ctx.execute_many(sa.insert(table), rows)
 
 
+def _change(was_removed: bool, vehicle: Vehicle) -> ChangeType:
+    return change_of(was_listed=not was_removed, is_listed=vehicle.status is not VehicleStatus.REMOVED)
+
+
+async def _removed_ids(ctx: TxContext, ids: Sequence[str]) -> set[str]:
+    """Which of these vehicles are stored ``removed`` (their change is a re-creation, not an update)."""
+    found: set[str] = set()
+    for start in range(0, len(ids), _IN_CHUNK):
+        chunk = ids[start : start + _IN_CHUNK]
+        stmt = sa.select(_V.id).where(_V.id.in_(chunk), _V.status == VehicleStatus.REMOVED.value)
+        found.update(str(vid) for vid in (await ctx.conn.execute(stmt)).scalars())
+    return found
+
+
 async def _update_changed(ctx: TxContext, changed: Sequence[Vehicle], now: datetime, to_row: Any) -> None:
     rows = []
     for vehicle in changed:
@@ -179,7 +194,7 @@ async def offerable_vins(ctx: TxContext, dealership_id: str) -> set[str]:
 
 
 async def mark_removed_except(ctx: TxContext, dealership_id: str, keep_vins: set[str], at: datetime) -> int:
-    """Mark every offerable vehicle whose VIN is not in ``keep_vins`` removed, with one event each."""
+    """Mark every offerable vehicle whose VIN is not in ``keep_vins`` removed, with one ``deleted`` event each."""
     await ctx.lock_outbox()
     keep = {v.strip().upper() for v in keep_vins}
     stmt = sa.select(_V.id, _V.vin, _V.stock).where(_V.dealership_id == dealership_id, _V.status.in_(search.OFFERABLE))
@@ -192,7 +207,7 @@ async def mark_removed_except(ctx: TxContext, dealership_id: str, keep_vins: set
         events.extend(
             ChangeEvent(
                 id=new_id(), dealership_id=dealership_id, resource_type=ResourceType.VEHICLE, resource_id=vid,
-                change_type=ChangeType.UPDATED, status=VehicleStatus.REMOVED.value, occurred_at=at,
+                change_type=ChangeType.DELETED, status=VehicleStatus.REMOVED.value, occurred_at=at,
                 payload={"vin": vin, "stock": stock},
             )
             for vid, vin, stock in chunk
