@@ -34,7 +34,7 @@ from forecourt.gateway.base import Invocation, Principal
 from forecourt.gateway.pipeline import Gateway
 from forecourt.netguard import check_url_async
 from forecourt.settings import Settings
-from forecourt.surfaces.a2a import client_faults
+from forecourt.surfaces.a2a import binding_checks, client_faults
 from forecourt.surfaces.a2a.card import (
     CARD_PATH,
     GUIDE_PATH,
@@ -215,6 +215,9 @@ def _rest_error(err: AapError) -> Response:
 
 def _wrap_jsonrpc(endpoint: Endpoint, faults: Counter, direct: DirectSends, identify: Identify) -> Endpoint:
     async def wrapped(request: Request) -> Response:
+        wrong = await binding_checks.jsonrpc_refusal(request)
+        if wrong is not None:
+            return wrong
         answered = await direct.answer(request)
         if answered is not None:
             return answered
@@ -236,6 +239,9 @@ def _wrap_jsonrpc(endpoint: Endpoint, faults: Counter, direct: DirectSends, iden
 
 def _wrap_rest(endpoint: Endpoint, faults: Counter, identify: Identify) -> Endpoint:
     async def wrapped(request: Request) -> Response:
+        wrong = binding_checks.rest_refusal(request)
+        if wrong is not None:
+            return wrong
         refused = await identify(request)
         if refused is not None:
             return _rest_error(refused)
@@ -286,9 +292,10 @@ class A2ASurface:
         client_faults.install()
         faults = self.gateway.metrics.client_faults
         jsonrpc = [
-            Route(r.path, _wrap_jsonrpc(r.endpoint, faults, self.direct, self.identify), methods=["POST"])
+            Route(path, _wrap_jsonrpc(r.endpoint, faults, self.direct, self.identify), methods=["POST"])
             for r in create_jsonrpc_routes(self.handler, rpc_url=prefix + JSONRPC_PATH, context_builder=self.builder)
             if isinstance(r, Route)
+            for path in (r.path, r.path + "/")  # the same endpoint with a trailing slash
         ]
         rest = [
             Route(

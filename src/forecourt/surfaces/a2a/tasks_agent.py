@@ -42,6 +42,7 @@ from forecourt.gateway.base import Principal
 from forecourt.gateway.pipeline import Gateway
 from forecourt.outbound_urls import guarded_transport
 from forecourt.settings import Settings
+from forecourt.surfaces.a2a import binding_checks
 from forecourt.surfaces.a2a.app import push_url_validator
 from forecourt.surfaces.a2a.http_cache import conditional_json
 from forecourt.surfaces.a2a.owners import OWNER, PRINCIPAL_SCOPE, principal_owner, task_owner
@@ -228,9 +229,10 @@ class GatewayAgentSurface:
     def routes(self) -> list[BaseRoute]:
         """The card and both bindings."""
         jsonrpc = [
-            Route(r.path, self._authenticated(r.endpoint, jsonrpc=True), methods=["POST"])
+            Route(path, self._authenticated(r.endpoint, jsonrpc=True), methods=["POST"])
             for r in create_jsonrpc_routes(self.handler, rpc_url=JSONRPC_PATH, context_builder=self.builder)
             if isinstance(r, Route)
+            for path in (r.path, r.path + "/")  # the same endpoint with a trailing slash
         ]
         rest = [
             Route(
@@ -247,6 +249,9 @@ class GatewayAgentSurface:
 
     def _authenticated(self, endpoint: Endpoint, *, jsonrpc: bool) -> Endpoint:
         async def wrapped(request: Request) -> Response:
+            wrong = await binding_checks.jsonrpc_refusal(request) if jsonrpc else binding_checks.rest_refusal(request)
+            if wrong is not None:
+                return wrong
             try:
                 await self.start()
                 principal = await self.gateway.authenticator.authenticate(credentials_from_scope(request.scope), None)
