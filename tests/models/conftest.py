@@ -11,12 +11,26 @@ from typing import Any
 
 import pytest
 
+from fakes.anthropic import fake_anthropic
 from fakes.customizer import fake_customizer
+from fakes.huggingface import fake_inference_endpoint
 from fakes.openai import fake_openai
 from fakes.triton import fake_triton
 from fakes.vertex import fake_vertex
 
-from .support import NIM_KEY, NIM_KEY_ENV, Fakes, Rig, adapter_files, build_template, start_rig
+from .support import (
+    ANTHROPIC_KEY,
+    ANTHROPIC_KEY_ENV,
+    HF_TOKEN,
+    HF_TOKEN_ENV,
+    NIM_KEY,
+    NIM_KEY_ENV,
+    Fakes,
+    Rig,
+    adapter_files,
+    build_template,
+    start_rig,
+)
 from .triton_server import RealTriton, TritonUnavailable, real_triton
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -42,6 +56,8 @@ def running_fakes() -> Iterator[Fakes]:
                 fake_openai(api_key=NIM_KEY, models=("meta/llama-3.1-8b-instruct", "nvidia/nv-embedqa-e5-v5"))
             ),
             customizer=stack.enter_context(fake_customizer()),
+            anthropic=stack.enter_context(fake_anthropic(api_key=ANTHROPIC_KEY)),
+            huggingface=stack.enter_context(fake_inference_endpoint(token=HF_TOKEN)),
         )
 
 
@@ -61,6 +77,8 @@ def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealTriton]:
 def fakes(running_fakes: Fakes, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fakes]:
     """The fakes, reset for this test; NIM wants a bearer key read from a named variable."""
     monkeypatch.setenv(NIM_KEY_ENV, NIM_KEY)
+    monkeypatch.setenv(ANTHROPIC_KEY_ENV, ANTHROPIC_KEY)
+    monkeypatch.setenv(HF_TOKEN_ENV, HF_TOKEN)
     for fake in running_fakes.all():
         fake.reset()
     yield running_fakes

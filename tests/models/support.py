@@ -14,7 +14,9 @@ from typing import Any
 import httpx
 import yaml
 
+from fakes.anthropic import FakeAnthropic
 from fakes.customizer import FakeCustomizer
+from fakes.huggingface import FakeInferenceEndpoint
 from fakes.openai import FakeOpenAI
 from fakes.triton import FakeTriton
 from fakes.vertex import FakeVertex
@@ -31,6 +33,10 @@ PEPPER = "model-tests-pepper-0123456789"
 DEMO_NOW = datetime(2026, 3, 2, 15, 0, tzinfo=UTC)
 NIM_KEY = "nvapi-test-key-0123456789"
 NIM_KEY_ENV = "FC_TEST_NIM_API_KEY"
+ANTHROPIC_KEY = "sk-ant-test-0123456789"
+ANTHROPIC_KEY_ENV = "FC_TEST_ANTHROPIC_API_KEY"
+HF_TOKEN = "hf_test_0123456789"
+HF_TOKEN_ENV = "FC_TEST_HF_TOKEN"
 KEY_SPECS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "crm": (MOTOR, "crm-agent", {}),
     "crm_leads_only": (MOTOR, "crm-agent", {"scopes": ("amcp:leads:read",)}),
@@ -64,10 +70,12 @@ class Fakes:
     openai: FakeOpenAI
     nim: FakeOpenAI
     customizer: FakeCustomizer
+    anthropic: FakeAnthropic
+    huggingface: FakeInferenceEndpoint
 
     def all(self) -> tuple[Any, ...]:
         """Every fake."""
-        return (self.vertex, self.triton, self.openai, self.nim, self.customizer)
+        return (self.vertex, self.triton, self.openai, self.nim, self.customizer, self.anthropic, self.huggingface)
 
 
 def adapter_files(directory: Path, fakes: Fakes, *, triton_url: str | None = None, **overrides: dict[str, Any]) -> Path:
@@ -108,6 +116,24 @@ def adapter_files(directory: Path, fakes: Fakes, *, triton_url: str | None = Non
             "timeout_s": 5,
             "concurrency": 8,
             "credentials": {"type": "none"},
+        },
+        "anthropic": {
+            "base_url": fakes.anthropic.base_url,
+            "default_model": "claude-sonnet-4-6",
+            "models": ["claude-sonnet-4-6", "claude-haiku-4-5"],
+            "max_tokens": 512,
+            "timeout_s": 30,  # the SDK is imported inside the first call's deadline
+            "concurrency": 8,
+            "credentials": {"type": "secret", "env": ANTHROPIC_KEY_ENV, "kind": "bearer"},
+        },
+        "huggingface": {
+            "base_url": fakes.huggingface.url,
+            "endpoints": {},
+            "default_model": "meta-llama/Llama-3.1-8B-Instruct",
+            "models": ["meta-llama/Llama-3.1-8B-Instruct", "BAAI/bge-small-en-v1.5"],
+            "timeout_s": 30,
+            "concurrency": 8,
+            "credentials": {"type": "secret", "env": HF_TOKEN_ENV, "kind": "bearer"},
         },
     }
     for adapter, extra in overrides.items():

@@ -12,20 +12,21 @@ from forecourt.settings import Settings
 
 from .support import MOTOR, error_of
 
+RUNTIMES = ("vertex", "nvidia", "openai", "anthropic", "huggingface")
 REPO_CONFIG = Path(__file__).resolve().parents[2] / "config" / "mcp" / "adapters"
 
 
 def test_the_packaged_defaults_describe_every_model_runtime():
     defaults = load_adapter_defaults()
-    assert {"vertex", "nvidia", "openai", "models"} <= set(defaults)
+    assert {*RUNTIMES, "models"} <= set(defaults)
     vertex = defaults["vertex"]
     assert vertex["credentials"]["type"] == "google"
     assert (vertex["location"], vertex["default_model"]) == ("us-central1", "gemini-1.5-pro")
-    for name in ("vertex", "nvidia", "openai"):
+    for name in RUNTIMES:
         assert defaults[name]["timeout_s"] > 0
         assert defaults[name]["concurrency"] >= 1
         assert defaults[name]["default_model"] in defaults[name]["models"]
-    assert defaults["models"]["timeout_s"] > max(defaults[n]["timeout_s"] for n in ("vertex", "nvidia", "openai"))
+    assert defaults["models"]["timeout_s"] > max(defaults[n]["timeout_s"] for n in RUNTIMES)
 
 
 def test_the_repository_config_folder_holds_the_same_files_as_the_package():
@@ -74,7 +75,8 @@ def test_a_missing_override_folder_stops_start_up(tmp_path):
 async def test_the_gateway_and_credential_broker_get_the_loaded_defaults(rig, fakes):
     configs = rig.gateway.adapter_configs.defaults
     assert configs["vertex"]["project"] == "demo-project"
-    assert configs["models"]["runtimes"] == ["vertex", "nvidia", "openai"]  # packaged file, not overridden
+    # the packaged file, not overridden
+    assert configs["models"]["runtimes"] == ["vertex", "nvidia", "openai", "anthropic", "huggingface"]
     assert rig.gateway.credentials._defaults["vertex"]["credentials"]["type"] == "google"
 
 

@@ -214,6 +214,29 @@ MODEL_ACTIONS: tuple[Action, ...] = (
         example={"model": "gpt-4o-mini", "input": "Draft a two-line follow-up e-mail for a test-drive lead."},
     ),
     _action(
+        "anthropic.invokeModel",
+        "Invoke an Anthropic Claude model",
+        (
+            "Invoke a Claude model through Anthropic's Messages API (streamed with stream: true). Answers the "
+            "generated text with its input and output token counts. Use it when the company runs its models on "
+            "Anthropic."
+        ),
+        CHAT_INPUT_SCHEMA,
+        "anthropic",
+        example={"model": "claude-sonnet-4-6", "input": "Draft a two-line follow-up e-mail for a test-drive lead."},
+    ),
+    _action(
+        "huggingface.invokeModel",
+        "Invoke a Hugging Face model",
+        (
+            "Chat completions or embeddings on a Hugging Face Inference Endpoint or a Text Generation Inference "
+            "server. Use it when the company's model is deployed on Hugging Face or served by TGI."
+        ),
+        CHAT_INPUT_SCHEMA,
+        "huggingface",
+        example={"model": "meta-llama/Llama-3.1-8B-Instruct", "input": "Classify this lead: my brakes squeak."},
+    ),
+    _action(
         "model.invoke",
         "Invoke a model on the preferred runtime",
         (
@@ -245,7 +268,14 @@ def register_model_actions(
     """
     from forecourt.actions.gpu import register_gpu_actions
     from forecourt.actions.vertex import register_vertex_actions
-    from forecourt.adapters.models import ModelRouter, NvidiaAdapter, OpenAICompatAdapter, VertexAdapter
+    from forecourt.adapters.models import (
+        AnthropicAdapter,
+        HuggingFaceAdapter,
+        ModelRouter,
+        NvidiaAdapter,
+        OpenAICompatAdapter,
+        VertexAdapter,
+    )
 
     for action in MODEL_ACTIONS:
         catalogue.add(action)
@@ -254,7 +284,9 @@ def register_model_actions(
     vertex = VertexAdapter(defaults.get("vertex"))
     nvidia = NvidiaAdapter(defaults.get("nvidia"), lambda: gateway() if callable(gateway) else gateway)
     openai = OpenAICompatAdapter(defaults.get("openai"))
-    for adapter in (vertex, nvidia, openai):
+    anthropic = AnthropicAdapter(defaults.get("anthropic"))
+    huggingface = HuggingFaceAdapter(defaults.get("huggingface"))
+    for adapter in (vertex, nvidia, openai, anthropic, huggingface):
         catalogue.add_adapter(adapter)
     catalogue.add_adapter(ModelRouter(gateway))
-    return [vertex.aclose, nvidia.aclose, openai.aclose]
+    return [vertex.aclose, nvidia.aclose, openai.aclose, anthropic.aclose, huggingface.aclose]

@@ -1,11 +1,14 @@
-"""Model runtimes (seed 001 §5): Vertex AI, NVIDIA Triton / NIM, OpenAI-compatible servers, and ``model.invoke``'s
-router. The actions are described (and registered with these adapters) in :mod:`forecourt.actions.models`.
+"""Model runtimes (seed 001 §5, §13): Vertex AI, NVIDIA Triton / NIM, OpenAI-compatible servers, Anthropic, Hugging
+Face Inference Endpoints / TGI, and ``model.invoke``'s router. The actions are described (and registered with these
+adapters) in :mod:`forecourt.actions.models`.
 """
 
 from __future__ import annotations
 
 from forecourt.adapters.errors import ModelNotFound, ModelRequestRejected, RuntimeNotConfigured, UpstreamForbidden
+from forecourt.adapters.models.anthropic_messages import AnthropicAdapter
 from forecourt.adapters.models.common import ModelChunk, ModelRequest, parse_request, upstream_error
+from forecourt.adapters.models.huggingface import HuggingFaceAdapter
 from forecourt.adapters.models.nvidia import NvidiaAdapter
 from forecourt.adapters.models.openai_compat import OpenAICompatAdapter
 from forecourt.adapters.models.routing import AgentPreferences, ModelRoute, ModelRouter, RoutePlanner
@@ -14,6 +17,8 @@ from forecourt.errors import UpstreamCredentialRejected
 
 __all__ = [
     "AgentPreferences",
+    "AnthropicAdapter",
+    "HuggingFaceAdapter",
     "ModelChunk",
     "ModelNotFound",
     "ModelRequest",

@@ -46,9 +46,11 @@ RUNTIME_ACTIONS: dict[str, tuple[str, str]] = {
     "vertex": ("vertex.invokeModel", "vertex"),
     "nvidia": ("nvidia.runInference", "nvidia"),
     "openai": ("openai.invokeModel", "openai"),
+    "anthropic": ("anthropic.invokeModel", "anthropic"),
+    "huggingface": ("huggingface.invokeModel", "huggingface"),
 }
 """Runtime → (action, adapter id)."""
-DEFAULT_ORDER = ("vertex", "nvidia", "openai")
+DEFAULT_ORDER = ("vertex", "nvidia", "openai", "anthropic", "huggingface")
 ROUTER_ID = "models"
 _FORWARDED = ("input", "messages", "system", "kind", "params", "stream")
 _CHOSEN = ("payload.runtime", "agentConfig.nvidia.useFor")
