@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
+from uuid import uuid4
 
 import pytest
 
@@ -110,3 +112,66 @@ async def test_list_tasks_with_a_status_that_names_no_task_state_is_an_error_on_
 async def test_a_dealer_agents_list_tasks_refuses_an_unknown_status_too(rig: Rig) -> None:
     response = await rig.client.get(f"/dealers/{TOYOTA}/a2a/tasks", params={"status": "NOPE"}, headers=_auth(rig))
     assert response.status_code == 400
+
+
+async def _rpc(rig: Rig, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": uuid4().hex, "method": method, "params": params}
+    answer: dict[str, Any] = (await rig.client.post(GATEWAY_RPC, json=body, headers=_auth(rig))).json()
+    return answer
+
+
+def _send(parts: list[dict[str, Any]], task_id: str = "", context_id: str = "") -> dict[str, Any]:
+    message: dict[str, Any] = {"messageId": uuid4().hex, "role": "ROLE_USER", "parts": parts}
+    if task_id:
+        message["taskId"] = task_id
+    if context_id:
+        message["contextId"] = context_id
+    return {"message": message}
+
+
+async def _start_workflow(rig: Rig) -> dict[str, Any]:
+    leads = await rig.client.post(
+        "/mcp/leads.list",
+        json={"payload": {"dealership_id": TOYOTA, "status": "new", "limit": 1}},
+        headers=_auth(rig),
+    )
+    lead = leads.json()["result"]["output"]["items"][0]["id"]
+    payload = {"dealership_id": TOYOTA, "workflow_id": "new_lead_follow_up", "inputs": {"lead_id": lead}}
+    started = await _rpc(rig, "SendMessage", _send([{"data": {"action": "workflow.run", "payload": payload}}]))
+    task: dict[str, Any] = started["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    return task
+
+
+async def _run_status(rig: Rig, run_id: str) -> str:
+    got = await rig.client.post(
+        "/mcp/workflow.get", json={"payload": {"dealership_id": TOYOTA, "run_id": run_id}}, headers=_auth(rig)
+    )
+    return str(got.json()["result"]["output"]["status"])
+
+
+async def test_a_reply_a_waiting_workflow_task_cannot_take_keeps_it_input_required_saying_what_it_expects(
+    rig: Rig,
+) -> None:
+    task = await _start_workflow(rig)
+    run_id = task["status"]["message"]["parts"][0]["data"]["run_id"]
+    replies = [
+        [{"text": "I called them, they are interested."}],  # a text reply
+        [{"data": {"data": {"outcome": "teleported"}}}],  # an outcome the user task does not know
+    ]
+    for parts in replies:
+        answered = await _rpc(rig, "SendMessage", _send(parts, task["id"], task["contextId"]))
+        again = answered["result"]["task"]
+        assert again["id"] == task["id"]
+        assert again["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", again["status"]
+        note = again["status"]["message"]["parts"][0]["data"]
+        assert note["run_id"] == run_id
+        assert note["error"]["code"]
+        assert "contacted" in note["expected"]  # the outcomes the waiting task takes
+        assert note["waiting_tasks"][0]["bpmn_id"] == "first_contact"
+        assert await _run_status(rig, run_id) == "input_required"
+        fetched = await _rpc(rig, "GetTask", {"id": task["id"]})
+        assert fetched["result"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    done = await _rpc(rig, "SendMessage", _send([{"data": {"data": {"outcome": "contacted"}}}], task["id"]))
+    assert done["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert await _run_status(rig, run_id) == "completed"

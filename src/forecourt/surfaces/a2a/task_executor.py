@@ -51,6 +51,7 @@ from forecourt.gateway.base import Invocation, Outcome, Principal
 from forecourt.gateway.pipeline import Gateway
 from forecourt.surfaces.a2a import jobs
 from forecourt.surfaces.a2a.errors import JobStillRunning
+from forecourt.surfaces.marks import a2a_metadata
 
 logger = logging.getLogger(__name__)
 
@@ -178,16 +179,23 @@ class GatewayTaskExecutor(AgentExecutor):
             await updater.failed(_message(task_id, context_id, {"error": _error(InternalError())}))
 
     async def _execute(self, context: RequestContext, updater: TaskUpdater) -> None:
-        data = _first_data(context.message)
         principal = _principal(context)
         current = context.current_task
         run = _artifact(current, "run")
         held = _artifact(current, "held")
         waiting = current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-        await updater.start_work()
         if waiting and run:
-            outcome = await self._complete_user_task(context, principal, run, data)
-        elif waiting and held and held.get("approval_id"):
+            try:
+                outcome = await self._complete_user_task(context, principal, run, _first_data(context.message))
+            except InvalidParams as exc:  # a text reply, a missing field, an outcome the task does not know
+                await self._ask_again(context, updater, run, exc)
+                return
+            await updater.start_work()
+            await self._report(context, updater, principal, outcome, seen=len(run.get("log") or []))
+            return
+        data = _first_data(context.message)
+        await updater.start_work()
+        if waiting and held and held.get("approval_id"):
             # A call a policy held runs on approval by itself: continuing the task reads how it ended.
             found = await self._held_outcome(context, updater, principal, held)
             if found is None:
@@ -208,6 +216,23 @@ class GatewayTaskExecutor(AgentExecutor):
                 await self._follow_job(context, updater, principal, outcome, linked=True)
                 return
         await self._report(context, updater, principal, outcome, seen=len((run or {}).get("log") or []))
+
+    async def _ask_again(
+        self, context: RequestContext, updater: TaskUpdater, run: dict[str, Any], exc: InvalidParams
+    ) -> None:
+        """Keep a waiting workflow task ``input-required`` after an answer it cannot take, saying what it expects.
+
+        Nothing reached the run (the data is checked before the run is claimed), so it stays ``input_required`` too.
+        """
+        task_id, context_id = str(context.task_id), str(context.context_id)
+        waiting = run.get("waiting_tasks") or []
+        note = {
+            "run_id": run.get("run_id"),
+            "waiting_tasks": waiting,
+            "error": exc.to_dict(),
+            "expected": _expected(waiting),
+        }
+        await updater.requires_input(_message(task_id, context_id, note))
 
     async def _hold(
         self, context: RequestContext, updater: TaskUpdater, request: Request, exc: ApprovalPending
@@ -294,9 +319,8 @@ class GatewayTaskExecutor(AgentExecutor):
         if jobs.is_running_job(output):
             await self._follow_job(context, updater, principal, outcome, linked=False)
             return
-        await updater.add_artifact(
-            [_part(jobs.result_body(outcome.result_type, output, outcome.metadata))], name="result"
-        )
+        body = jobs.result_body(outcome.result_type, output, outcome.metadata)
+        await updater.add_artifact([_part(body)], name="result", metadata=a2a_metadata(outcome))  # surfaces/marks.py
         await updater.complete()
 
     async def _report_run(
@@ -379,7 +403,8 @@ class GatewayTaskExecutor(AgentExecutor):
             await updater.cancel(note)
         else:
             body = jobs.result_body(outcome.result_type, output, outcome.metadata)
-            await updater.add_artifact([_part(body)], artifact_id=f"{task_id}-result", name="result")
+            marks = a2a_metadata(outcome)
+            await updater.add_artifact([_part(body)], artifact_id=f"{task_id}-result", name="result", metadata=marks)
             await updater.complete(note)
 
     async def _ended_elsewhere(self, context: RequestContext) -> bool:
@@ -421,6 +446,25 @@ class GatewayTaskExecutor(AgentExecutor):
                 except ForecourtError as exc:
                     logger.info("job cancel refused: %s", exc.code)
         await updater.cancel()
+
+
+def _expected(waiting: list[Any]) -> str:
+    """What an answer to a waiting workflow task must look like, in words."""
+    parts = []
+    for task in waiting if isinstance(waiting, list) else []:
+        if not isinstance(task, dict):
+            continue
+        fields = list(task.get("required_fields") or [])
+        outcome = task.get("outcome_field")
+        values = task.get("outcome_values")
+        need = [f"{outcome} one of {', '.join(map(str, values))}"] if outcome and values else []
+        need += [f for f in fields if f != outcome]
+        parts.append(f"{task.get('task_id')} ({task.get('bpmn_id')}): " + ("; ".join(need) or "any fields"))
+    return (
+        'A DataPart {"task_id": "<waiting task, optional when one waits>", "data": {...}} answering '
+        + (" | ".join(parts) or "the waiting task")
+        + "."
+    )
 
 
 def _link(context: RequestContext, action: str) -> TaskLink | None:
