@@ -81,12 +81,22 @@ class GuardedResolver(AbstractResolver):
         """Nothing to release."""
 
 
+def _add_trace_context(headers: Any) -> None:
+    """The current W3C trace context on an outbound request, as ``outbound_urls.add_trace_context`` does for httpx."""
+    if "traceparent" in headers:
+        return
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    TraceContextTextMapPropagator().inject(headers)
+
+
 def _literal_guard(allow_private: bool, allowed_hosts: tuple[str, ...]) -> aiohttp.ClientMiddlewareType:
     async def check(request: aiohttp.ClientRequest, handler: aiohttp.ClientHandlerType) -> aiohttp.ClientResponse:
         host = request.url.raw_host or ""
         if _skips_resolver(host):
             url = _probe_url(host, request.url.port or 0)
             await resolve_public(url, allow_private=allow_private, allowed_hosts=allowed_hosts)
+        _add_trace_context(request.headers)
         return await handler(request)
 
     return check
@@ -95,7 +105,8 @@ def _literal_guard(allow_private: bool, allowed_hosts: tuple[str, ...]) -> aioht
 def guarded_session(
     *, allow_private: bool, allowed_hosts: Iterable[str] = (), limit: int = 100, **kwargs: Any
 ) -> aiohttp.ClientSession:
-    """An ``aiohttp`` session whose every connection goes only to an address checked when it is made.
+    """An ``aiohttp`` session whose every connection goes only to an address checked when it is made, and whose every
+    request carries the current W3C trace context (``traceparent``).
 
     Args:
         allow_private: Skip the address checks (``settings.allow_private_targets``); hosts still resolve once.

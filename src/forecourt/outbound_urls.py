@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the HTTP clients are imported by the code that makes a tran
 
 __all__ = [
     "OutboundUrl",
+    "add_trace_context",
     "check_saved_urls",
     "guarded_transport",
     "guarded_transport2",
@@ -144,13 +145,33 @@ class _GuardedBackend:
         await self._inner.sleep(seconds)
 
 
+def add_trace_context(headers: Any) -> None:
+    """Put the current W3C trace context (``traceparent``, ``tracestate``) on an outbound request's ``headers``.
+
+    The receiving service (another Forecourt's gateway agent, an MCP server, a CRM) then continues the caller's trace:
+    seed 001 §9's Agent A → A2A → Agent B → MCP is one trace. A request that already carries a ``traceparent`` keeps
+    it; outside any span nothing is added. Trace ids are random and carry nothing of the call.
+    """
+    if "traceparent" in headers:
+        return
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    TraceContextTextMapPropagator().inject(headers)
+
+
 def guarded_transport(
     *, allow_private: bool, allowed_hosts: Iterable[str] = (), **kwargs: Any
 ) -> httpx.AsyncHTTPTransport:
-    """An ``httpx`` transport that checks every connection's resolved address and connects to exactly it."""
+    """An ``httpx`` transport that checks every connection's resolved address and connects to exactly it, and
+    sends the current trace context (:func:`add_trace_context`) with every request."""
     import httpx
 
-    transport = httpx.AsyncHTTPTransport(**kwargs)
+    class _Traced(httpx.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            add_trace_context(request.headers)
+            return await super().handle_async_request(request)
+
+    transport = _Traced(**kwargs)
     pool: Any = transport._pool
     pool._network_backend = _GuardedBackend(
         pool._network_backend,

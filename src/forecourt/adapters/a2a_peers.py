@@ -11,7 +11,8 @@ Adapter configuration (``settings/adapters/a2a-peers``, or ``a2a-peers.yaml`` in
       parts-desk: {card_url: "https://parts.example.com/agent/.well-known/agent-card.json"}
     credentials: {type: secret, env: PARTS_DESK_TOKEN}     # sent as Authorization: Bearer to every peer
 
-Peer URLs pass the SSRF guard (:mod:`forecourt.netguard`) before any request.
+Peer URLs pass the SSRF guard (:mod:`forecourt.netguard`) before any request. Every request carries the W3C
+``traceparent`` of the call, so the peer's audit names the same trace.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.domain.aap_spec import normalise_numbers
 from forecourt.errors import InvalidParams, UnsafeTarget
 from forecourt.netguard import check_url_async
+from forecourt.outbound_urls import add_trace_context
 
 ADAPTER_ID = "a2a-peers"
 TERMINAL = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
@@ -94,7 +96,9 @@ class A2APeerAdapter:
             task_id=str(payload.get("task_id") or ""),
         )
         try:
-            async with httpx.AsyncClient(headers=headers, timeout=context.action.timeout_s) as http:
+            async with httpx.AsyncClient(
+                headers=headers, timeout=context.action.timeout_s, event_hooks={"request": [_traced]}
+            ) as http:
                 base, path = _split_card_url(url)
                 card = await A2ACardResolver(http, base).get_agent_card(relative_card_path=path)
                 # The card names the endpoints the client will call: they pass the same SSRF check as the card.
@@ -109,6 +113,11 @@ class A2APeerAdapter:
             raise PeerUnavailable(details={"reason": type(exc).__name__}) from exc
         output = _final(events)
         return AdapterResult(output=output, result_type="agents.task", metadata={"state": output["state"]})
+
+
+async def _traced(request: Any) -> None:
+    """Every request to the peer carries this call's W3C trace context: the peer's gateway continues the trace."""
+    add_trace_context(request.headers)
 
 
 def _final(events: list[Any]) -> dict[str, Any]:
