@@ -82,7 +82,7 @@ PII, no SQL, no provider internals. Errors live here, or in one ``errors.py`` of
         FeedSourceNotFound  [inventory_import.errors]
         JobNotFound  [adapters.errors]
         LeadNotFound
-        MailRouteNotFound  [delivery.errors]
+        MailRouteNotFound
         MemberNotFound
         ModelNotFound  [adapters.errors]
         PeerNotConfigured  [adapters.errors]
@@ -261,6 +261,11 @@ class CompanyNotFound(NotFound):
 class MemberNotFound(NotFound):
     code = "tenancy.member_not_found"
     default_message = "Member not found."
+
+
+class MailRouteNotFound(NotFound):
+    code = "crm.mail_route_not_found"
+    default_message = "The dealership has no CRM e-mail route."
 
 
 class LeadNotFound(NotFound):

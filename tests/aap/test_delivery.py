@@ -168,4 +168,4 @@ def test_leads_show_and_leads_adf_print_status_and_the_adf_xml(aap_template: Any
     assert adf.output.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<?adf version="1.0"?>')
     assert ET.fromstring(adf.output.split("?>", 2)[-1]).findtext("prospect/id") == lead_id
     missing = runner.invoke(cli, ["leads", "show", "lead_nope"], env=env)
-    assert missing.exit_code == 2
+    assert missing.exit_code == 1  # refused: no such lead

@@ -113,7 +113,7 @@ def test_forecourt_apply_refuses_a_hostile_website_in_a_tenants_file(tmp_path: P
     path = tmp_path / "tenants.yaml"
     path.write_text(yaml.safe_dump(_tenants_file(url)), encoding="utf-8")
     result = CliRunner().invoke(cli, ["apply", str(path), "--dry-run"], env={"FORECOURT_DATABASE_URL": database})
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output  # refused
     assert "tenants.invalid_file" in result.output
     assert "companies[0].rooftops[0].website: not a public http(s) link" in result.output
     assert "Traceback" not in result.output

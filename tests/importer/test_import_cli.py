@@ -71,8 +71,8 @@ def test_feed_commands_refuse_a_plain_http_url_and_report_a_missing_feed(env: di
     runner = CliRunner()
     saved = runner.invoke(cli, ["inventory", "feed", "set", "--dealership", DEALER, "--url",
                                 "http://dms.example.com/feed.csv"], env=env)  # fmt: skip
-    assert saved.exit_code == 2
+    assert saved.exit_code == 1  # refused
     assert "net.unsafe_target" in saved.stderr
     shown = runner.invoke(cli, ["inventory", "feed", "show", "--dealership", DEALER], env=env)
-    assert shown.exit_code == 2
+    assert shown.exit_code == 1  # refused
     assert "inventory.feed_not_found" in shown.stderr

@@ -81,21 +81,21 @@ def test_a_group_is_onboarded_record_by_record_and_every_step_is_audited_as_the_
 
 def test_a_missing_parent_is_named_with_the_command_that_creates_it(db: Path, tmp_path: Path) -> None:
     orphan = _cli(db, "dealerships", "create", "x", "--company", "ghost", "--name", "X", "--timezone", "UTC")
-    assert orphan.exit_code == 2
+    assert orphan.exit_code == 1  # refused
     assert "tenancy.company_not_found" in orphan.output
     assert "forecourt companies create ghost" in orphan.output
     record = tmp_path / "dealership.json"
     record.write_text(json.dumps({"id": "x", "name": "X"}), encoding="utf-8")
     legacy = _cli(db, "admin", "set-dealership", str(record), "--company", "ghost")
-    assert legacy.exit_code == 2
+    assert legacy.exit_code == 1  # refused
     assert "tenancy.company_not_found" in legacy.output
     assert "internal_error" not in legacy.output
     _ok(db, "companies", "create", "acme-auto")
     stray = _cli(db, "members", "create", "m", "--company", "acme-auto", "--name", "M", "--dealership", "nowhere")
-    assert stray.exit_code == 2
+    assert stray.exit_code == 1  # refused
     assert "tenancy.dealership_not_found" in stray.output
     bad_zone = _cli(db, "dealerships", "create", "y", "--company", "acme-auto", "--name", "Y", "--timezone", "Mars/X")
-    assert bad_zone.exit_code == 2
+    assert bad_zone.exit_code == 1  # refused
     assert "dealership.timezone" in bad_zone.output
     assert "Traceback" not in orphan.output + legacy.output + stray.output + bad_zone.output
 
@@ -123,7 +123,7 @@ def test_an_invalid_file_lists_every_problem_with_its_path_and_writes_nothing(db
     broken = tmp_path / "broken.yaml"
     broken.write_text(yaml.safe_dump(data), encoding="utf-8")
     result = _cli(db, "apply", str(broken))
-    assert result.exit_code == 2
+    assert result.exit_code == 1  # refused; a file that is not YAML at all is a usage error (2)
     assert "tenants.invalid_file" in result.output
     assert "companies[0].rooftops[0].timezone" in result.output
     assert "companies[0].members[0].dealerships[0]" in result.output
@@ -144,7 +144,7 @@ def test_operator_keys_are_shown_once_listed_by_prefix_and_revoked(db: Path) -> 
     _ok(db, "operator", "revoke-key", made["prefix"])
     assert _ok(db, "operator", "list-keys", "--json")["items"][0]["revoked_at"] is not None
     taken = _cli(db, "operator", "create-key", "--name", "alice")
-    assert taken.exit_code == 2
+    assert taken.exit_code == 1  # refused
     assert "already_exists" in taken.output
 
 

@@ -17,7 +17,8 @@ from forecourt.actions.admin_access import blocks_admin_path, check_members, che
 from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionContext
 from forecourt.domain.tenancy import TOOLSET_NAMES, AdapterSetting, Company, Dealership, Member, Policy
 from forecourt.domain.timeutil import parse_rfc3339
-from forecourt.errors import CompanyNotFound, Forbidden, InvalidParams, NotFound
+from forecourt.domain.values import Rule, api_key_problem, expiry, field_error
+from forecourt.errors import CompanyNotFound, Forbidden, InvalidParams, MemberNotFound, NotFound
 from forecourt.outbound_urls import check_saved_urls, save_context, url_fields
 from forecourt.store.base import ApiKeyRecord
 
@@ -182,6 +183,18 @@ async def _require_company(ctx: ExecutionContext, company_id: str) -> None:
             raise missing_company(company_id)
 
 
+async def _refuse_unusable_key(ctx: ExecutionContext, company_id: str, member_id: str) -> None:
+    """A key for a member that cannot sign in with one (OIDC or mTLS only, or inactive) is refused up front: it
+    would be answered 401 on every call."""
+    async with ctx.store.read() as uow:
+        member = await uow.tenancy.get_member(company_id, member_id)
+    if member is None:
+        raise MemberNotFound(details={"member_id": member_id})
+    problem = api_key_problem(member.security_type.value, member.active)
+    if problem is not None:
+        raise field_error("/member_id", Rule.KEY_NOT_USABLE, f"No API key for member {member_id}: {problem}.")
+
+
 Handler = Callable[[Mapping[str, Any], ExecutionContext, str], Awaitable[Any]]
 
 
@@ -296,7 +309,8 @@ class AdminAdapter:
 
     async def _keys_create(self, payload: Mapping[str, Any], ctx: ExecutionContext, company_id: str) -> Any:
         expires = payload.get("expires_at")
-        expires_at: datetime | None = parse_rfc3339(str(expires)) if expires else None
+        expires_at: datetime | None = expiry(str(expires), ctx.now) if expires else None
+        await _refuse_unusable_key(ctx, company_id, str(payload["member_id"]))
         issued = await self.api_keys.create(
             company_id,
             str(payload["member_id"]),

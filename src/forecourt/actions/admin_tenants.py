@@ -13,17 +13,20 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from forecourt.actions.admin_operator import NOT_TENANCY, OPERATOR_ACTIONS, OPERATOR_HANDLERS
 from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionContext
 from forecourt.actions.tenants_apply import apply_tenants, export_profile
 from forecourt.domain.tenancy import Company, Dealership, Member, Profile
 from forecourt.domain.tenants_file import (
     MemberSpec,
+    Problem,
     RooftopSpec,
     dealership_of,
     dump_tenants,
     member_of,
     member_spec_of,
     rooftop_spec_of,
+    value_rule,
     yaml_path,
 )
 from forecourt.errors import (
@@ -156,8 +159,8 @@ TENANT_ACTIONS: list[Action] = [
 
 
 def register_tenant_actions(catalogue: Catalogue) -> None:
-    """Add the operator's tenant actions to ``catalogue`` (the adapter is added by bootstrap)."""
-    for action in TENANT_ACTIONS:
+    """Add the operator's tenant and data actions to ``catalogue`` (the adapter is added by bootstrap)."""
+    for action in (*TENANT_ACTIONS, *OPERATOR_ACTIONS):
         catalogue.add(action)
 
 
@@ -170,7 +173,10 @@ def missing_company(company_id: str) -> CompanyNotFound:
 
 
 def _problems(exc: ValidationError, prefix: str) -> InvalidParams:
-    errors = [{"path": yaml_path((prefix, *e["loc"])), "message": e["msg"]} for e in exc.errors(include_url=False)]
+    errors = [
+        Problem(yaml_path((prefix, *e["loc"])), e["msg"], value_rule(e["type"])).as_dict()
+        for e in exc.errors(include_url=False)
+    ]
     return InvalidParams("The record is invalid.", details={"errors": errors[:50]})
 
 
@@ -254,6 +260,7 @@ class TenantsAdapter:
             "admin.operator_keys.list": self._keys_list,
             "admin.operator_keys.revoke": self._key_revoke,
             "admin.leads.report": self._lead_report,
+            **OPERATOR_HANDLERS,
         }
 
     async def execute(self, payload: Mapping[str, Any], context: ExecutionContext) -> AdapterResult:
@@ -261,7 +268,7 @@ class TenantsAdapter:
         if not context.principal.is_operator:
             raise Forbidden("Only the operator may do this.")
         output = await self._handlers[context.action.name](payload, context)
-        if context.action.side_effect and self.on_change is not None:
+        if context.action.side_effect and self.on_change is not None and context.action.name not in NOT_TENANCY:
             await self.on_change(_companies_touched(payload))
         return AdapterResult(output=output, result_type="admin.result")
 

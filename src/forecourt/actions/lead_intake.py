@@ -28,11 +28,12 @@ from forecourt.actions import sales_appointments
 from forecourt.actions.adf import render_adf
 from forecourt.actions.common import new_id
 from forecourt.actions.crm_mail import queue_mail_deliveries
-from forecourt.actions.lead_rules import lead_fingerprint, normalise_email, normalise_phone, vehicle_key
+from forecourt.actions.lead_rules import lead_fingerprint, normalise_email, vehicle_key
 from forecourt.domain.people import Channel, ConsentGrant, Customer, Lead, LeadStatus, email_problem
 from forecourt.domain.service import Appointment, AppointmentKind, AppointmentStatus
 from forecourt.domain.tenancy import Dealership
 from forecourt.domain.timeutil import parse_rfc3339
+from forecourt.domain.values import customer_phone
 from forecourt.domain.vehicle import Vehicle, VehicleStatus
 from forecourt.errors import (
     ConsentRequired,
@@ -337,14 +338,16 @@ async def intake_lead(
         caller: The calling member (recorded as the source agent when the request names none).
 
     Raises:
-        InvalidParams: the e-mail address is not one (``/customer/email``; see :func:`checked_email`).
+        InvalidParams: the e-mail address is not one (``/customer/email``; see :func:`checked_email`), or the
+            phone number is not a valid one for the rooftop's country (``/customer/phone``, rule ``phone``).
         VehicleNotFound, VehicleUnavailable, InvalidConsent, ConsentRequired, IdempotencyConflict,
         AapAppointmentUnavailable: as the rules decide.
     """
-    email, phone = checked_email(request.email), normalise_phone(request.phone)
+    email = checked_email(request.email)
     dealer = await uow.tenancy.get_dealership(dealership_id)
     if dealer is None:
         raise DealershipNotFound()
+    phone = customer_phone(request.phone, dealer.address.country)
     vehicle = await resolve_vehicle(uow, dealer.id, request.interest)
     fingerprint = lead_fingerprint(
         dealer.id, email, phone, vehicle_key(vehicle.id if vehicle else None, request.interest)

@@ -39,10 +39,15 @@ def load_settings(config: Path | None, *, command_logs: bool = False, **override
     return settings
 
 
-def refuse(message: str) -> NoReturn:
-    """Stop the command with a one-line reason (exit code 2)."""
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
+"""Exit codes of every command: done; refused (the server's answer: invalid value, not found, not allowed...);
+not understood (an option, an argument or an input file that cannot be used)."""
+
+
+def refuse(message: str, *, code: int = EXIT_USAGE) -> NoReturn:
+    """Stop the command with a one-line reason (exit code 2, a usage error, unless ``code`` says otherwise)."""
     console.print(f"error: {message}", markup=False, highlight=False)
-    raise typer.Exit(2)
+    raise typer.Exit(code)
 
 
 def within(name: str, value: int, low: int, high: int) -> int:
@@ -52,16 +57,19 @@ def within(name: str, value: int, low: int, high: int) -> int:
     return value
 
 
-def run(coro_fn: Callable[[], Awaitable[T]]) -> T:
-    """Run an async command body; a ForecourtError becomes a one-line message and exit code 2."""
+def run(coro_fn: Callable[[], Awaitable[T]], *, usage_errors: tuple[type[ForecourtError], ...] = ()) -> T:
+    """Run an async command body; a ForecourtError (a refusal) becomes a one-line message, one line per field
+    error (``path: message [rule]``), and exit code 1 (2 for ``usage_errors``: an input file that is unusable)."""
     try:
         return asyncio.run(coro_fn())  # type: ignore[arg-type]
     except ForecourtError as exc:
         console.print(f"[red]error[/red] {exc.code}: {exc.message}", markup=True, highlight=False)
         for problem in exc.details.get("errors", []) if isinstance(exc.details.get("errors"), list) else []:
             if isinstance(problem, dict) and "path" in problem:
-                console.print(f"  {problem['path']}: {problem.get('message', problem.get('rule', ''))}", markup=False)
-        raise typer.Exit(2) from None
+                text = " ".join(str(problem[k]) if k != "rule" else f"[{problem[k]}]" for k in ("message", "rule")
+                                if k in problem)  # fmt: skip
+                console.print(f"  {problem['path']}: {text}", markup=False, highlight=False)
+        raise typer.Exit(EXIT_USAGE if isinstance(exc, usage_errors) else EXIT_REFUSED) from None
 
 
 @asynccontextmanager

@@ -10,7 +10,9 @@ from typing import Any
 
 import typer
 
-from forecourt.cli.common import ConfigOption, load_settings, run
+from forecourt.cli.common import ConfigOption
+from forecourt.cli.output import JsonOption, print_json
+from forecourt.cli.tenants import call
 
 crm_app = typer.Typer(help="CRM delivery of leads (ADF over HTTP and e-mail).", no_args_is_help=True)
 mail_app = typer.Typer(help="ADF leads by e-mail to a dealership's CRM lead inboxes.", no_args_is_help=True)
@@ -53,30 +55,21 @@ def sink(
         asyncio.run(body())
 
 
-def _with_store(settings: Any, fn: Any, *args: Any) -> Any:
-    from forecourt.store import open_store
-
-    async def body() -> Any:
-        store = open_store(settings)
-        try:
-            return await fn(store, *args)
-        finally:
-            await store.close()
-
-    return run(body)
-
-
 @crm_app.command("http")
 def http_endpoint(
     dealership: str = typer.Option(..., "--dealership", help="Dealership id."),
     url: str = typer.Option(..., "--url", help="The CRM's ADF endpoint (https; http only with private targets on)."),
+    as_json: bool = JsonOption,
     config: Path | None = ConfigOption,
 ) -> None:
-    """Set the dealership's CRM endpoint: every lead is POSTed there as ADF XML."""
-    from forecourt.delivery.crm_routes import set_http_endpoint
+    """Set the dealership's CRM endpoint: every lead is POSTed there as ADF XML (an audited operator call).
 
-    settings = load_settings(config)
-    _with_store(settings, lambda store: set_http_endpoint(store, settings, dealership, url))
+    Example: forecourt crm http --dealership demo-toyota-sf --url https://crm.example.com/adf
+    """
+    out = call(config, "admin.crm.endpoint.set", {"dealership_id": dealership, "url": url})
+    if as_json:
+        print_json(out)
+        return
     typer.echo(f"leads of {dealership} are posted to {url}")
 
 
@@ -93,31 +86,31 @@ def mail_set(
     password_file: str | None = typer.Option(None, "--password-file", help="File holding the password."),
     ca_file: str | None = typer.Option(None, "--ca-file", help="CA bundle for a server with a private CA."),
     disabled: bool = typer.Option(False, "--disabled", help="Keep the route but send nothing."),
+    as_json: bool = JsonOption,
     config: Path | None = ConfigOption,
 ) -> None:
-    """E-mail every lead of the dealership as ADF to its CRM lead inboxes (the password only by reference)."""
-    from forecourt.delivery.crm_routes import set_mail_route
-
-    settings = load_settings(config)
+    """E-mail every lead of the dealership as ADF to its CRM lead inboxes (the password only by reference; an
+    audited operator call)."""
     password = {"env": password_env, "file": password_file} if (password_env or password_file) else None
     values: dict[str, Any] = {
-        "dealership_id": dealership, "recipients": tuple(to), "host": host, "port": port, "security": security,
+        "dealership_id": dealership, "recipients": list(to), "host": host, "port": port, "security": security,
         "sender": sender, "username": username, "password": password, "ca_file": ca_file, "enabled": not disabled,
     }  # fmt: skip
-    route = _with_store(settings, lambda store: set_mail_route(store, settings, values))
-    typer.echo(f"leads of {dealership} are e-mailed as ADF to {', '.join(route.recipients)} via {host}:{port}")
+    route = call(config, "admin.crm.mail.set", values)
+    if as_json:
+        print_json(route)
+        return
+    typer.echo(f"leads of {dealership} are e-mailed as ADF to {', '.join(route['recipients'])} via {host}:{port}")
 
 
 @mail_app.command("show")
 def mail_show(
     dealership: str = typer.Option(..., "--dealership", help="Dealership id."),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = JsonOption,
     config: Path | None = ConfigOption,
 ) -> None:
     """Show the dealership's e-mail route (the password only as where it is read from)."""
-    from forecourt.delivery.crm_routes import get_mail_route
-
-    data = _with_store(load_settings(config), get_mail_route, dealership).model_dump(mode="json")
+    data = call(config, "admin.crm.mail.show", {"dealership_id": dealership})
     if as_json:
         typer.echo(json.dumps(data, indent=2))
         return
@@ -125,13 +118,18 @@ def mail_show(
         typer.echo(f"{key}: {value}")
 
 
-@mail_app.command("remove")
-def mail_remove(
+@mail_app.command("delete")
+def mail_delete(
     dealership: str = typer.Option(..., "--dealership", help="Dealership id."),
+    as_json: bool = JsonOption,
     config: Path | None = ConfigOption,
 ) -> None:
-    """Stop e-mailing the dealership's leads (deliveries already queued are still attempted)."""
-    from forecourt.delivery.crm_routes import remove_mail_route
-
-    _with_store(load_settings(config), remove_mail_route, dealership)
+    """Stop e-mailing the dealership's leads (deliveries already queued are still attempted; audited)."""
+    out = call(config, "admin.crm.mail.remove", {"dealership_id": dealership})
+    if as_json:
+        print_json(out)
+        return
     typer.echo(f"removed the e-mail route of {dealership}")
+
+
+mail_app.command("remove", hidden=True)(mail_delete)

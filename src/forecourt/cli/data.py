@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from forecourt.cli.common import ConfigOption, console, load_settings, run
+from forecourt.cli.common import EXIT_REFUSED, ConfigOption, console, load_settings, refuse, run
 from forecourt.settings import Settings
 
 audit_app = typer.Typer(help="Audit records.", no_args_is_help=True)
@@ -51,26 +51,40 @@ async def _console_key(settings: Settings, store: Any) -> str:
 
 @audit_app.command("export")
 def audit_export(
-    company: str = typer.Option(..., "--company", help="Company id."),
+    company: str | None = typer.Option(None, "--company", help="Company id."),
+    platform: bool = typer.Option(
+        False, "--platform", help="The platform's records instead: operator calls that concerned no one company."
+    ),
     since: str | None = typer.Option(None, "--since", help="RFC 3339 start time."),
+    as_json: bool = typer.Option(True, "--json", hidden=True, help="JSON lines (the only form)."),
     config: Path | None = ConfigOption,
 ) -> None:
-    """Print the company's audit records as JSON lines, oldest first (for a SIEM)."""
+    """Print a company's (or the platform's) audit records as JSON lines, oldest first (for a SIEM).
+
+    Example: forecourt audit export --company demo-motor-group --since 2026-11-01T00:00:00Z > audit.jsonl
+    """
     from forecourt.domain.timeutil import parse_rfc3339
     from forecourt.store import open_store
 
+    del as_json
+    if (company is None) == (not platform):
+        refuse("give either --company C or --platform")
     settings = load_settings(config)
     try:
         start = parse_rfc3339(since) if since else None
     except ValueError:
-        console.print("[red]error[/red] --since must be an RFC 3339 time with an offset")
-        raise typer.Exit(2) from None
+        refuse("--since must be an RFC 3339 time with an offset")
 
     async def body() -> int:
         store = open_store(settings)
         count = 0
         after: str | None = None
         try:
+            if company is not None:
+                async with store.read() as uow:
+                    if await uow.tenancy.get_company(company) is None:
+                        console.print(f"error: company {company} does not exist", markup=False, highlight=False)
+                        raise typer.Exit(EXIT_REFUSED)
             while True:
                 async with store.transaction() as uow:
                     batch = await uow.audit.page(company, since=start, limit=1000, after_id=after)

@@ -9,7 +9,8 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from forecourt.cli.common import ConfigOption, console, load_settings, run
+from forecourt.cli.common import EXIT_REFUSED, ConfigOption, console, load_settings, refuse, run
+from forecourt.cli.output import JsonOption, print_json
 from forecourt.cli.progress import progress_reporter
 
 inventory_app = typer.Typer(help="Dealer inventory.", no_args_is_help=True)
@@ -52,28 +53,43 @@ def inventory_import(
     as_json: bool = typer.Option(False, "--json", help="Report as JSON on stdout, progress as JSON lines on stderr."),
     config: Path | None = ConfigOption,
 ) -> None:
-    """Import a dealer inventory feed; exits 1 when any row was rejected, 2 when the feed is unusable."""
-    from forecourt.inventory_import import import_feed
-    from forecourt.store import open_store
+    """Import a dealer inventory feed (an audited operator call); exits 1 when any row was rejected, 2 when the
+    feed is unusable.
+
+    Example: forecourt inventory import feed.csv --dealership demo-toyota-sf --dry-run
+    """
+    import base64
+
+    from forecourt.cli.tenants import invoke_operator
+    from forecourt.errors import ImportRejected
+    from forecourt.inventory_import import ImportReport
+    from forecourt.inventory_import.watch import reporting
 
     settings = load_settings(config)
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        refuse(f"cannot read {file}: {exc.strerror}")
+    payload: dict[str, Any] = {"dealership_id": dealership, "feed_base64": base64.b64encode(data).decode("ascii"),
+                               "filename": file.name, "full": full, "dry_run": dry_run}  # fmt: skip
+    if fmt:
+        payload["format"] = fmt.lower()
+    del data
 
     async def body() -> Any:
-        store = open_store(settings)
-        try:
-            with progress_reporter(f"import {file.name}", as_json=as_json, console=console) as progress:
-                return await import_feed(store, file, dealership, full=full, fmt=fmt, dry_run=dry_run,
-                                         progress=progress)  # fmt: skip
-        finally:
-            await store.close()
+        with (
+            progress_reporter(f"import {file.name}", as_json=as_json, console=console) as progress,
+            reporting(progress),
+        ):
+            return await invoke_operator(settings, "admin.inventory.import", payload)
 
-    report = run(body)
+    report = ImportReport.model_validate(run(body, usage_errors=(ImportRejected,)))
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:
         print_report(report)
     if report.rejected:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_REFUSED)
 
 
 feed_app = typer.Typer(help="Scheduled inventory feeds: a URL pulled on an interval, one replica at a time.")
@@ -91,6 +107,15 @@ def _with_store(settings: Any, fn: Any) -> Any:
             await store.close()
 
     return run(body)
+
+
+def _operator_call(config: Path | None, action: str, payload: dict[str, Any], *, raw: bool = False) -> Any:
+    """One action as the operator through the gateway; the feed it answers as a ``FeedSource``."""
+    from forecourt.cli.tenants import call
+    from forecourt.domain.feeds import FeedSource
+
+    out = call(config, action, payload)
+    return out if raw else FeedSource.model_validate(out)
 
 
 def _print_source(source: Any, as_json: bool) -> None:
@@ -121,13 +146,9 @@ def feed_set(
     as_json: bool = typer.Option(False, "--json"),
     config: Path | None = ConfigOption,
 ) -> None:
-    """Pull the dealership's feed from a URL on an interval (checked against the SSRF guard now)."""
-    from forecourt.inventory_import.schedule import save_source
-
-    settings = load_settings(config)
-    source = _with_store(settings, lambda store: save_source(store, settings, dealership, url, interval_s=interval,
-                                                             full=full, enabled=not disabled))  # fmt: skip
-    _print_source(source, as_json)
+    """Pull the dealership's feed from a URL on an interval (checked against the SSRF guard now; audited)."""
+    payload = {"dealership_id": dealership, "url": url, "interval_s": interval, "full": full, "enabled": not disabled}
+    _print_source(_operator_call(config, "admin.inventory.feed.set", payload), as_json)
 
 
 @feed_app.command("show")
@@ -169,31 +190,25 @@ def feed_run(
     as_json: bool = typer.Option(False, "--json"),
     config: Path | None = ConfigOption,
 ) -> None:
-    """Pull the dealership's feed now (unless another replica is pulling it) and show the report."""
-    from forecourt.inventory_import.schedule import FeedPuller
-
-    settings = load_settings(config)
-
-    async def pull(store: Any) -> Any:
-        puller = FeedPuller(store, settings)
-        try:
-            return await puller.run_now(dealership)
-        finally:
-            await puller.aclose()
-
-    source = _with_store(settings, pull)
+    """Pull the dealership's feed now (unless another replica is pulling it) and show the report (audited)."""
+    source = _operator_call(config, "admin.inventory.feed.run", {"dealership_id": dealership})
     _print_source(source, as_json)
     if source.last_status != "ok":
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_REFUSED)
 
 
-@feed_app.command("remove")
-def feed_remove(
+@feed_app.command("delete")
+def feed_delete(
     dealership: str = typer.Option(..., "--dealership", help="Dealership id."),
+    as_json: bool = JsonOption,
     config: Path | None = ConfigOption,
 ) -> None:
-    """Stop pulling the dealership's feed."""
-    from forecourt.inventory_import.schedule import remove_source
-
-    _with_store(load_settings(config), lambda store: remove_source(store, dealership))
+    """Stop pulling the dealership's feed (audited)."""
+    out = _operator_call(config, "admin.inventory.feed.remove", {"dealership_id": dealership}, raw=True)
+    if as_json:
+        print_json(out)
+        return
     typer.echo(f"removed the scheduled feed of {dealership}")
+
+
+feed_app.command("remove", hidden=True)(feed_delete)

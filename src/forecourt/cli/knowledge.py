@@ -123,18 +123,13 @@ def queries_delete(
 
 
 @queries_app.command("install-examples")
-def queries_install_examples(company: str = typer.Option(..., "--company"), config: Path | None = ConfigOption) -> None:
-    """Define the shipped example queries for a company (existing ids are kept)."""
-    from forecourt.adapters.named_queries.examples import install_examples
-    from forecourt.store import open_store
-
+def queries_install_examples(
+    company: str = typer.Option(..., "--company"), as_json: bool = JsonOption, config: Path | None = ConfigOption
+) -> None:
+    """Define the shipped example queries for a company (existing ids are kept; an audited operator call)."""
     settings = load_settings(config)
-
-    async def body() -> int:
-        store = open_store(settings)
-        try:
-            return await install_examples(store, company)
-        finally:
-            await store.close()
-
-    typer.echo(f"{run(body)} example queries added")
+    out = run(lambda: invoke_admin(settings, "admin.queries.install_examples", {"company_id": company}))
+    if as_json:
+        _print(out)
+        return
+    typer.echo(f"{out['added']} example queries added")

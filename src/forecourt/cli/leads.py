@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -14,8 +15,14 @@ DealershipOption = typer.Option(None, "--dealership", help="Dealership id (defau
 
 
 @leads_app.command("show")
-def show(lead_id: str, dealership: str | None = DealershipOption, config: Path | None = ConfigOption) -> None:
+def show(
+    lead_id: str,
+    dealership: str | None = DealershipOption,
+    as_json: bool = typer.Option(True, "--json", hidden=True, help="JSON (the only form)."),
+    config: Path | None = ConfigOption,
+) -> None:
     """Print a lead's status and its CRM / webhook delivery status as JSON (an audited operator action)."""
+    del as_json
     from forecourt.cli.tenants import invoke_operator
 
     settings = load_settings(config)
@@ -24,18 +31,26 @@ def show(lead_id: str, dealership: str | None = DealershipOption, config: Path |
 
 
 @leads_app.command("adf")
-def adf(lead_id: str, dealership: str | None = DealershipOption, config: Path | None = ConfigOption) -> None:
-    """Print the lead as ADF 1.0 XML (what the dealership's CRM receives)."""
-    from forecourt.actions.lead_delivery import lead_adf
-    from forecourt.store import open_store
+def adf(
+    lead_id: str,
+    dealership: str | None = DealershipOption,
+    as_json: bool = typer.Option(False, "--json", help='Print {"lead_id": ..., "adf": ...} as JSON.'),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Print the lead as ADF 1.0 XML (what the dealership's CRM receives; an audited read of customer data)."""
+    from forecourt.cli.tenants import invoke_operator
 
     settings = load_settings(config)
 
-    async def body() -> str:
-        store = open_store(settings)
-        try:
-            return await lead_adf(store, lead_id, dealership)
-        finally:
-            await store.close()
+    async def body() -> Any:
+        rooftop = dealership
+        if rooftop is None:  # find its rooftop first, so the read is audited under the rooftop's company
+            found = await invoke_operator(settings, "admin.leads.report", {"lead_id": lead_id})
+            rooftop = str(found["dealership_id"])
+        return await invoke_operator(settings, "admin.leads.adf", {"lead_id": lead_id, "dealership_id": rooftop})
 
-    typer.echo(run(body), nl=False)
+    out = run(body)
+    if as_json:
+        typer.echo(json.dumps(out, indent=2))
+        return
+    typer.echo(out["adf"], nl=False)

@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from forecourt.cli.common import ConfigOption, console, load_settings, refuse, run, services_for
+from forecourt.cli.common import EXIT_REFUSED, ConfigOption, console, load_settings, refuse, run, services_for
 from forecourt.cli.output import JsonOption, print_json, print_record, print_rows
 from forecourt.settings import Settings
 
@@ -25,12 +25,15 @@ operator_app = typer.Typer(help="Operator keys: the deployment's own credentials
 CompanyOption = typer.Option(..., "--company", help="Company id.")
 
 
-async def invoke_operator(settings: Settings, action: str, payload: dict[str, Any]) -> Any:
-    """Run one action as the operator through the gateway (audited under the company it concerns)."""
+async def invoke_operator(
+    settings: Settings, action: str, payload: dict[str, Any], *, company_id: str | None = None
+) -> Any:
+    """Run one action as the operator through the gateway, audited under the company it concerns: ``company_id``,
+    else the payload's, else the company of the rooftop it names; else the platform (``audit export --platform``)."""
     from forecourt.gateway.auth.operator import operator_principal
     from forecourt.gateway.base import Invocation
 
-    company = payload.get("company_id")
+    company = company_id or payload.get("company_id")
     async with services_for(settings) as services:
         outcome = await services.gateway.invoke(
             Invocation(
@@ -43,10 +46,10 @@ async def invoke_operator(settings: Settings, action: str, payload: dict[str, An
         return outcome.output
 
 
-def call(config: Path | None, action: str, payload: dict[str, Any]) -> Any:
-    """Settings, then the action as the operator; a refusal is one line and exit code 2."""
+def call(config: Path | None, action: str, payload: dict[str, Any], *, company_id: str | None = None) -> Any:
+    """Settings, then the action as the operator; a refusal is one line and exit code 1."""
     settings = load_settings(config)
-    return run(lambda: invoke_operator(settings, action, payload))
+    return run(lambda: invoke_operator(settings, action, payload, company_id=company_id))
 
 
 def _set(payload: dict[str, Any], **values: Any) -> dict[str, Any]:
@@ -124,6 +127,19 @@ def companies_update(
 _DEALERSHIP_COLUMNS = ("id", "company_id", "name", "timezone", "domain", "public_agent")
 
 
+def _phones(values: list[str] | None) -> dict[str, str] | None:
+    """``--phone sales=+14155550100`` (repeat) as ``{"sales": "+14155550100"}``."""
+    if not values:
+        return None
+    phones: dict[str, str] = {}
+    for value in values:
+        department, eq, number = value.partition("=")
+        if not eq or not department.strip() or not number.strip():
+            refuse(f"--phone takes DEPARTMENT=NUMBER, e.g. sales=+14155550100 (got {value!r})")
+        phones[department.strip()] = number.strip()
+    return phones
+
+
 def _rooftop_fields(
     name: str | None,
     timezone: str | None,
@@ -132,13 +148,21 @@ def _rooftop_fields(
     crm_endpoint: str | None,
     brand: list[str] | None,
     address: dict[str, str | None],
+    contact: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     fields = _set({}, name=name, timezone=timezone, domain=domain, public_agent=public_agent, brands=brand)
+    fields = _set(fields, **(contact or {}))
     if crm_endpoint is not None:
         fields["crm"] = {"endpoint": crm_endpoint or None}
     if any(address.values()):
         fields["address"] = {k: v for k, v in address.items() if v is not None}
     return fields
+
+
+PhoneOption = typer.Option(None, "--phone", help="DEPARTMENT=NUMBER, e.g. sales=+14155550100 (repeat).")
+EmailOption = typer.Option(None, "--email", help="Sales e-mail address.")
+WebsiteOption = typer.Option(None, "--website", help="Public website URL (http or https).")
+CountryOption = typer.Option(None, "--country", help="ISO country code (US); the region of numbers without +.")
 
 
 @dealerships_app.command("create")
@@ -155,12 +179,21 @@ def dealerships_create(
     city: str | None = typer.Option(None, help="City."),
     region: str | None = typer.Option(None, help="State or region."),
     postal_code: str | None = typer.Option(None, help="Postal code."),
+    country: str | None = CountryOption,
+    phone: list[str] | None = PhoneOption,
+    email: str | None = EmailOption,
+    website: str | None = WebsiteOption,
     as_json: bool = JsonOption,
     config: Path | None = ConfigOption,
 ) -> None:
-    """Create a rooftop of a company (all fields: see docs/tenants.md, or use `forecourt apply`)."""
-    address = {"street": street, "city": city, "region": region, "postal_code": postal_code}
-    fields = _rooftop_fields(name, timezone, domain, public_agent, crm_endpoint, brand, address)
+    """Create a rooftop of a company (all fields: see docs/tenants.md, or use `forecourt apply`).
+
+    Example: forecourt dealerships create acme-toyota --company acme-auto --name "Acme Toyota"
+    --timezone America/Chicago --phone sales=+15125550100
+    """
+    address = {"street": street, "city": city, "region": region, "postal_code": postal_code, "country": country}
+    contact = {"phones": _phones(phone), "email": email, "website": website}
+    fields = _rooftop_fields(name, timezone, domain, public_agent, crm_endpoint, brand, address, contact)
     payload = {"company_id": company, "dealership": {"id": dealership_id, **fields}}
     print_record(call(config, "admin.dealerships.create", payload), as_json=as_json, title="dealership created")
 
@@ -186,7 +219,8 @@ def dealerships_show(
     found = [d for d in call(config, "admin.dealerships.find", {})["items"] if d["id"] == dealership_id]
     if not found:
         refuse(
-            f"dealership {dealership_id} does not exist; create it with `forecourt dealerships create {dealership_id}`"
+            f"dealership {dealership_id} does not exist; create it with `forecourt dealerships create {dealership_id}`",
+            code=EXIT_REFUSED,
         )
     print_record(found[0], as_json=as_json, title=dealership_id)
 
@@ -205,12 +239,17 @@ def dealerships_update(
     city: str | None = typer.Option(None, help="City."),
     region: str | None = typer.Option(None, help="State or region."),
     postal_code: str | None = typer.Option(None, help="Postal code."),
+    country: str | None = CountryOption,
+    phone: list[str] | None = typer.Option(None, "--phone", help="DEPARTMENT=NUMBER (repeat; replaces the list)."),
+    email: str | None = EmailOption,
+    website: str | None = WebsiteOption,
     as_json: bool = JsonOption,
     config: Path | None = ConfigOption,
 ) -> None:
     """Change some fields of a rooftop (the others stay)."""
-    address = {"street": street, "city": city, "region": region, "postal_code": postal_code}
-    changes = _rooftop_fields(name, timezone, domain, public_agent, crm_endpoint, brand, address)
+    address = {"street": street, "city": city, "region": region, "postal_code": postal_code, "country": country}
+    contact = {"phones": _phones(phone), "email": email, "website": website}
+    changes = _rooftop_fields(name, timezone, domain, public_agent, crm_endpoint, brand, address, contact)
     if "address" in changes:
         console.print("address options replace the whole address", style="yellow")
     payload = {"company_id": company, "dealership_id": dealership_id, "changes": changes}
@@ -273,7 +312,8 @@ def members_show(
     if not found:
         refuse(
             f"member {member_id} of company {company} does not exist; "
-            f"create it with `forecourt members create {member_id} --company {company}`"
+            f"create it with `forecourt members create {member_id} --company {company}`",
+            code=EXIT_REFUSED,
         )
     print_record(found[0], as_json=as_json, title=member_id)
 
@@ -319,6 +359,15 @@ def read_tenants_file(path: Path) -> Any:
     raise typer.Exit(2)
 
 
+def _only_company(document: Any) -> str | None:
+    """The one company a tenants file describes (its apply is audited under it); ``None`` for several or none
+    (audited as the platform's)."""
+    companies = document.get("companies") if isinstance(document, dict) else None
+    ids = {c.get("id") for c in companies if isinstance(c, dict)} if isinstance(companies, list) else set()
+    only = next(iter(ids)) if len(ids) == 1 else None
+    return only if isinstance(only, str) else None
+
+
 _OP_STYLE = {"create": "green", "change": "yellow", "delete": "red", "unchanged": "dim"}
 
 
@@ -356,7 +405,7 @@ def apply(
     """Make the database match a tenants file: validate all of it, print the plan, apply it in one transaction."""
     document = read_tenants_file(file)
     payload = {"document": document, "dry_run": dry_run, "prune": prune}
-    out = call(config, "admin.tenants.apply", payload)
+    out = call(config, "admin.tenants.apply", payload, company_id=_only_company(document))
     if as_json:
         print_json(out)
     else:

@@ -1,15 +1,11 @@
 """Errors of outbound delivery configuration (where a dealership's leads go).
 
-Every one derives from :class:`forecourt.errors.ForecourtError`; that module draws the whole tree.
+``MailRouteNotFound`` is raised by the operator's CRM actions (``actions/admin_operator.py``), so it lives in
+:mod:`forecourt.errors`; it is named here too for the code that imported it from here.
 """
 
 from __future__ import annotations
 
-from forecourt.errors import NotFound
+from forecourt.errors import MailRouteNotFound
 
-# raised in forecourt.delivery.crm_routes (where a dealership's leads go) ---
-
-
-class MailRouteNotFound(NotFound):
-    code = "crm.mail_route_not_found"
-    default_message = "The dealership has no CRM e-mail route."
+__all__ = ["MailRouteNotFound"]

@@ -5,11 +5,12 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 
 from forecourt.domain.approvals import ApprovalRule
 from forecourt.domain.protections import Protections
-from forecourt.domain.urls import OutboundUrl, StoredLink
+from forecourt.domain.urls import CONTEXT_KEY, OutboundUrl, StoredLink
+from forecourt.domain.values import checked_email, checked_phones, checked_timezone
 
 
 def one_or_many(value: Any) -> Any:
@@ -87,6 +88,29 @@ class Dealership(BaseModel):
     crm_endpoint: OutboundUrl | None = None
     tax_rate_bps: int = 0
     doc_fee_minor: int = 0
+
+    # Checked when a record is saved (under ``save_context``, as its URLs are): a row read back as it was stored.
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str, info: ValidationInfo) -> str:
+        return checked_timezone(value) if _saving(info) else value
+
+    @field_validator("phones")
+    @classmethod
+    def _phones(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        address = info.data.get("address")
+        if not _saving(info):
+            return value
+        return checked_phones(value, address.country if isinstance(address, Address) else None)
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return checked_email(value) if value is not None and _saving(info) else value
+
+
+def _saving(info: ValidationInfo) -> bool:
+    return isinstance(info.context, dict) and CONTEXT_KEY in info.context
 
 
 class SecurityType(StrEnum):

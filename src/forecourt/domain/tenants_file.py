@@ -9,13 +9,13 @@ domain's tenancy records, so a file exported from a database applies back to it 
 from __future__ import annotations
 
 import re
-import zoneinfo
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from forecourt.domain.approvals import ApprovalRule
 from forecourt.domain.tenancy import (
@@ -32,7 +32,8 @@ from forecourt.domain.tenancy import (
     ToolsetName,
     one_or_many,
 )
-from forecourt.domain.urls import WebLink
+from forecourt.domain.urls import WebLink, url_problem
+from forecourt.domain.values import Rule, checked_email, checked_phones, checked_timezone
 
 StrList = Annotated[list[str], BeforeValidator(one_or_many)]
 """A list of strings; a single string is accepted as a list of one."""
@@ -114,8 +115,10 @@ class CrmSpec(_Spec):
     @field_validator("endpoint")
     @classmethod
     def _https(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("https://", "http://")):
-            raise ValueError("the CRM endpoint must be an http(s) URL")
+        # The shape here, as every door checks it (``unsafe_url``); private targets when the file is applied.
+        problem = url_problem(value, allow_private=True) if value is not None else None
+        if problem is not None:
+            raise PydanticCustomError("unsafe_url", "not an allowed fetch target ({problem})", {"problem": problem})
         return value
 
 
@@ -146,11 +149,18 @@ class RooftopSpec(_Spec):
     @field_validator("timezone")
     @classmethod
     def _zone(cls, value: str) -> str:
-        try:
-            zoneinfo.ZoneInfo(value)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            raise ValueError("not an IANA time zone") from None
-        return value
+        return checked_timezone(value)
+
+    @field_validator("phones")
+    @classmethod
+    def _phones(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        address = info.data.get("address")
+        return checked_phones(value, address.country if isinstance(address, AddressSpec) else None)
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, value: str | None) -> str | None:
+        return checked_email(value) if value is not None else None
 
 
 class MemberSpec(_Spec):
@@ -244,10 +254,13 @@ class Problem:
 
     path: str
     message: str
+    rule: str | None = None
+    """The value rule it broke (:class:`~forecourt.domain.values.Rule`, ``invalid_link``), as every door names it."""
 
     def as_dict(self) -> dict[str, str]:
         """JSON form."""
-        return {"path": self.path, "message": self.message}
+        out = {"path": self.path, "message": self.message}
+        return out | {"rule": self.rule} if self.rule else out
 
 
 def yaml_path(loc: Iterable[int | str]) -> str:
@@ -256,6 +269,14 @@ def yaml_path(loc: Iterable[int | str]) -> str:
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "(file)"
+
+
+_VALUE_RULES = frozenset({*(r.value for r in Rule), "invalid_link", "unsafe_url"})
+
+
+def value_rule(error_type: str) -> str | None:
+    """The value rule a pydantic error type stands for (``None`` for a structural error)."""
+    return error_type if error_type in _VALUE_RULES else None
 
 
 def parse_tenants(data: Any) -> tuple[TenantsFile | None, list[Problem]]:
@@ -267,7 +288,8 @@ def parse_tenants(data: Any) -> tuple[TenantsFile | None, list[Problem]]:
     try:
         doc = TenantsFile.model_validate(data)
     except ValidationError as exc:
-        problems = [Problem(yaml_path(e["loc"]), e["msg"]) for e in exc.errors(include_url=False)]
+        errors = exc.errors(include_url=False)
+        problems = [Problem(yaml_path(e["loc"]), e["msg"], value_rule(e["type"])) for e in errors]
     problems += cross_check(data)
     return (None, problems) if problems else (doc, [])
 
@@ -428,7 +450,9 @@ def to_tenancy(doc: TenantsFile) -> Tenancy:
 
 
 def rooftop_spec_of(d: Dealership) -> RooftopSpec:
-    return RooftopSpec(
+    """The file form of a stored rooftop, as stored: a value saved before a rule existed is exported as it is, and
+    refused (naming its field) when the file is applied or the rooftop next changed."""
+    return RooftopSpec.model_construct(
         id=d.id,
         name=d.name,
         timezone=d.timezone,

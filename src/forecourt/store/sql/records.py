@@ -66,10 +66,12 @@ class SqlAuditRepository:
             await self._ctx.insert_many_ignore(audit_records, [dump(r, ("args_redacted",)) for r in records])
 
     async def page(
-        self, company_id: str, since: datetime | None = None, limit: int = 1000, after_id: str | None = None
+        self, company_id: str | None, since: datetime | None = None, limit: int = 1000, after_id: str | None = None
     ) -> list[AuditRecord]:
-        """A company's records in (occurred_at, id) order, from ``since`` and after the record ``after_id``."""
-        where: list[sa.ColumnElement[bool]] = [_AR.company_id == company_id]
+        """A company's records in (occurred_at, id) order, from ``since`` and after the record ``after_id``;
+        ``company_id=None``: the platform's records (no company)."""
+        owner = _AR.company_id.is_(None) if company_id is None else _AR.company_id == company_id
+        where: list[sa.ColumnElement[bool]] = [owner]
         if since is not None:
             where.append(_AR.occurred_at >= since)
         if after_id is not None:
