@@ -20,16 +20,18 @@ import base64
 import hashlib
 import logging
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import httpx
 from a2a.client.card_resolver import parse_agent_card
 from a2a.server.cluster import DatabaseTaskEventStream, VersionedDatabaseTaskStore
 from a2a.server.context import ServerCallContext
+from a2a.server.events import Event
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import DatabasePushNotificationConfigStore
+from a2a.types import Message, SendMessageRequest, Task
 from sqlalchemy.exc import SAWarning
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -79,6 +81,38 @@ class MemberContextBuilder(DefaultServerCallContextBuilder):
         if isinstance(principal, Principal):
             ctx.state[OWNER] = principal_owner(principal)
         return ctx
+
+
+class GatewayRequestHandler(DefaultRequestHandler):
+    """The SDK's handler; a follow-up message that names only its ``taskId`` continues the task in the task's context.
+
+    The SDK builds a message's request context before it reads the task, so a ``taskId`` without ``contextId`` gets
+    a fresh context id; on the replica that ran the task the live task object hides that, but on any other replica
+    the new id meets the stored task's and the turn fails ("Context ... doesn't match"). A2A v1.0 lets a client name
+    the task alone, so the context is read from the stored task first.
+    """
+
+    async def _with_task_context(self, params: SendMessageRequest, context: ServerCallContext) -> None:
+        message = params.message
+        if message.task_id and not message.context_id:
+            stored = await self.task_store.get(message.task_id, context)
+            found = getattr(stored, "task", stored)  # a versioned store answers (task, version)
+            if isinstance(found, Task) and found.context_id:
+                message.context_id = found.context_id
+
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
+        """``SendMessage``, with the task's own context when the message names only the task."""
+        await self._with_task_context(params, context)
+        answer: Task | Message = await super().on_message_send(params, context)
+        return answer
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        """``SendStreamingMessage``, with the task's own context when the message names only the task."""
+        await self._with_task_context(params, context)
+        async for event in super().on_message_send_stream(params, context):
+            yield event
 
 
 def agent_card(base_url: str, settings: Settings) -> dict[str, Any]:
@@ -198,7 +232,7 @@ class GatewayAgentSurface:
         self.job_cancels = job_cancels
         if job_cancels is not None:
             job_cancels.append(self.ends.job_canceled)
-        self.handler = DefaultRequestHandler(
+        self.handler = GatewayRequestHandler(
             agent_executor=self.executor,
             task_store=self.task_store,
             agent_card=parse_agent_card(agent_card("http://localhost/", settings)),
