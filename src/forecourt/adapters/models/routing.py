@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from forecourt.adapters.errors import ModelNotFound
 from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.domain.tenancy import Policy
-from forecourt.errors import InvalidParams, PolicyDenied
+from forecourt.errors import ForecourtError, InvalidParams, PolicyDenied
 from forecourt.gateway.base import Invocation
 from forecourt.gateway.policy import matches_any
 
@@ -54,6 +54,8 @@ DEFAULT_ORDER = ("vertex", "nvidia", "openai", "anthropic", "huggingface")
 ROUTER_ID = "models"
 _FORWARDED = ("input", "messages", "system", "kind", "params", "stream")
 _CHOSEN = ("payload.runtime", "agentConfig.nvidia.useFor")
+FALLBACK_ON = frozenset({"timeout", "upstream.unavailable", "credentials.unavailable", "models.runtime_not_configured"})
+"""What a runtime can fail with that another runtime may not: the default of ``fallback_on``."""
 
 
 @dataclass(frozen=True)
@@ -232,8 +234,8 @@ class ModelRouter:
         gw = self._gateway
         return gw() if callable(gw) else gw
 
-    async def route(self, payload: Mapping[str, Any], context: ExecutionContext) -> ModelRoute:
-        """The route ``payload`` takes for the calling member, under the company's current policies."""
+    async def routes(self, payload: Mapping[str, Any], context: ExecutionContext) -> list[ModelRoute]:
+        """The routes ``payload`` may take for the calling member, under the company's current policies."""
         gateway = self.gateway
         member = context.principal.member
         prefs = AgentPreferences.from_agent_config(member.agent_config if member is not None else None)
@@ -243,28 +245,62 @@ class ModelRouter:
             for name, (_, adapter) in RUNTIME_ACTIONS.items()
         }
         policies = await gateway.tenancy.policies(company) if context.principal.method != "internal" else []
-        return RoutePlanner(context.adapter_config, runtimes).plan(payload, prefs, policies)
+        return RoutePlanner(context.adapter_config, runtimes).routes(payload, prefs, policies)
+
+    async def route(self, payload: Mapping[str, Any], context: ExecutionContext) -> ModelRoute:
+        """The route ``payload`` takes first."""
+        return (await self.routes(payload, context))[0]
 
     async def execute(self, payload: Mapping[str, Any], context: ExecutionContext) -> AdapterResult:
-        """Route and run one call; ``metadata.route`` says where it went and why."""
-        route = await self.route(payload, context)
-        logger.info("model.invoke routed to %s (%s)", route.action, route.reason)
-        forwarded = {k: payload[k] for k in _FORWARDED if k in payload}
-        forwarded["model"] = route.model
-        outcome = await self.gateway.invoke(
-            Invocation(
-                action=route.action,
-                payload=forwarded,
-                surface="internal",
-                principal=context.principal,
-                trace_id=context.trace_id,
-            )
-        )
-        metadata = dict(outcome.metadata)
-        metadata["route"] = {
-            "runtime": route.runtime,
-            "action": route.action,
-            "model": route.model,
-            "reason": route.reason,
-        }
-        return AdapterResult(output=outcome.output, result_type=outcome.result_type, metadata=metadata)
+        """Route and run one call, falling back to the next runtime when allowed; ``metadata.route`` says where
+        it went, why, and which runtimes failed before it."""
+        routes = await self.routes(payload, context)
+        fallback_on = fallback_codes(context.adapter_config)
+        failed: list[dict[str, str]] = []
+        last: ForecourtError | None = None
+        for route in routes:
+            if any(f["runtime"] == route.runtime for f in failed):
+                continue
+            logger.info("model.invoke routed to %s (%s)", route.action, route.reason)
+            forwarded = {k: payload[k] for k in _FORWARDED if k in payload}
+            forwarded["model"] = route.model
+            try:
+                outcome = await self.gateway.invoke(
+                    Invocation(
+                        action=route.action,
+                        payload=forwarded,
+                        surface="internal",
+                        principal=context.principal,
+                        trace_id=context.trace_id,
+                    )
+                )
+            except ForecourtError as exc:
+                if exc.code not in fallback_on:
+                    raise
+                logger.warning("model.invoke: runtime %s failed with %s; trying the next", route.runtime, exc.code)
+                failed.append({"runtime": route.runtime, "model": route.model, "code": exc.code})
+                last = exc
+                continue
+            metadata = dict(outcome.metadata)
+            metadata["route"] = {
+                "runtime": route.runtime,
+                "action": route.action,
+                "model": route.model,
+                "reason": route.reason,
+            }
+            if failed:
+                metadata["route"]["fallback_from"] = failed
+            return AdapterResult(output=outcome.output, result_type=outcome.result_type, metadata=metadata)
+        assert last is not None  # routes is never empty, and every route that did not answer failed
+        last.details = {**last.details, "tried": [f["runtime"] for f in failed]}
+        raise last
+
+
+def fallback_codes(config: Mapping[str, Any]) -> frozenset[str]:
+    """The error codes after which ``model.invoke`` tries the next runtime (none unless ``fallback: true``)."""
+    if config.get("fallback") is not True:
+        return frozenset()
+    codes = config.get("fallback_on")
+    if isinstance(codes, list) and all(isinstance(c, str) for c in codes):
+        return frozenset(codes)
+    return FALLBACK_ON

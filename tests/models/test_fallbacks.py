@@ -1,0 +1,117 @@
+"""model.invoke falls back to the next runtime in the member's modelAffinity / company order when its runtime fails
+(timeout, 5xx, credentials.unavailable) and the company's models settings allow it; the answer and the audit trail
+say which runtime answered."""
+
+from __future__ import annotations
+
+import pytest
+
+from fakes.openai import openai_error
+from fakes.vertex import google_error as vertex_error
+from forecourt.errors import ForecourtError
+
+from .support import MOTOR, Rig
+
+
+async def allow_fallback(rig: Rig, **extra: object) -> None:
+    config = {"fallback": True, **extra}
+    await rig.operator("admin.adapters.upsert", {"company_id": MOTOR, "adapter_id": "models", "config": config})
+
+
+async def prefer(rig: Rig, *models: str) -> None:
+    members = (await rig.operator("admin.members.list", {"company_id": MOTOR})).output["items"]
+    crm = next(m for m in members if m["id"] == "crm-agent")
+    prefs = {"agentConfig": {"modelAffinity": list(models)}}
+    await rig.operator("admin.members.upsert", {"company_id": MOTOR, "member": {**crm, "agent_config": prefs}})
+
+
+async def records_of(rig: Rig, trace_id: str) -> list[tuple[str, int, str | None]]:
+    assert await rig.services.audit.flush()
+    async with rig.services.store.transaction() as uow:
+        page = await uow.audit.page(MOTOR, limit=500)
+    return sorted((r.action, r.status_code, r.error_code) for r in page if r.trace_id == trace_id)
+
+
+async def test_a_runtime_answering_5xx_falls_back_to_the_next_preferred_runtime(rig, fakes):
+    await allow_fallback(rig)
+    await prefer(rig, "gemini-1.5-flash", "llama3.1")
+    fakes.vertex.faults.fail(503, vertex_error(503))
+    outcome = await rig.invoke("model.invoke", {"input": "Draft a reply"})
+    assert outcome.output == fakes.openai.reply
+    route = outcome.metadata["route"]
+    assert (route["runtime"], route["model"]) == ("openai", "llama3.1")
+    assert route["fallback_from"] == [
+        {"runtime": "vertex", "model": "gemini-1.5-flash", "code": "upstream.unavailable"}
+    ]
+    assert await records_of(rig, outcome.trace_id) == [
+        ("model.invoke", 200, None),
+        ("openai.invokeModel", 200, None),
+        ("vertex.invokeModel", 503, "upstream.unavailable"),
+    ]
+
+
+async def test_a_runtime_that_times_out_falls_back(rig, fakes):
+    await allow_fallback(rig)
+    await prefer(rig, "gemini-1.5-flash", "llama3.1")
+    await rig.operator(
+        "admin.adapters.upsert", {"company_id": MOTOR, "adapter_id": "vertex", "config": {"timeout_s": 0.5}}
+    )
+    fakes.vertex.faults.hang = True
+    outcome = await rig.invoke("model.invoke", {"input": "Draft a reply"})
+    assert outcome.metadata["route"]["runtime"] == "openai"
+    assert outcome.metadata["route"]["fallback_from"][0]["code"] == "timeout"
+
+
+async def test_a_runtime_without_its_credential_falls_back(rig, fakes, monkeypatch):
+    await allow_fallback(rig)
+    await prefer(rig, "claude-haiku-4-5", "meta-llama/Llama-3.1-8B-Instruct")
+    monkeypatch.delenv("FC_TEST_ANTHROPIC_API_KEY")
+    outcome = await rig.invoke("model.invoke", {"input": "Draft a reply"})
+    assert (outcome.metadata["route"]["runtime"], outcome.output) == ("huggingface", fakes.huggingface.reply)
+    assert outcome.metadata["route"]["fallback_from"][0] == {
+        "runtime": "anthropic",
+        "model": "claude-haiku-4-5",
+        "code": "credentials.unavailable",
+    }
+    assert fakes.anthropic.requests == []
+
+
+async def test_only_the_companys_consent_turns_a_failure_into_a_fallback(rig, fakes):
+    await prefer(rig, "gemini-1.5-flash", "llama3.1")
+    fakes.vertex.faults.fail(503, vertex_error(503))
+    with pytest.raises(ForecourtError) as info:
+        await rig.invoke("model.invoke", {"input": "Draft a reply"})
+    assert info.value.code == "upstream.unavailable"
+    assert fakes.openai.requests == []
+    await allow_fallback(rig)
+    fakes.vertex.faults.fail(503, vertex_error(503))
+    outcome = await rig.invoke("model.invoke", {"input": "Draft a reply"})
+    assert outcome.metadata["route"]["runtime"] == "openai"
+
+
+async def test_a_rejected_request_is_not_retried_elsewhere_but_an_unavailable_runtime_is(rig, fakes):
+    await allow_fallback(rig)
+    await prefer(rig, "llama3.1", "gemini-1.5-flash")
+    fakes.openai.faults.fail(400, openai_error(400))
+    with pytest.raises(ForecourtError) as info:
+        await rig.invoke("model.invoke", {"input": "Draft a reply"})
+    assert info.value.code == "models.request_rejected"
+    assert fakes.vertex.requests == []
+    fakes.openai.faults.fail(500, openai_error(500))
+    outcome = await rig.invoke("model.invoke", {"input": "Draft a reply"})
+    assert (outcome.metadata["route"]["runtime"], outcome.output) == ("vertex", fakes.vertex.reply)
+
+
+async def test_when_every_runtime_fails_the_last_error_names_what_was_tried(rig, fakes):
+    await allow_fallback(rig, fallback_on=["upstream.unavailable"])
+    await prefer(rig, "gemini-1.5-flash", "llama3.1")
+    fakes.vertex.faults.fail(503, vertex_error(503))
+    fakes.openai.faults.fail(502, openai_error(502))
+    await rig.operator(
+        "admin.policies.upsert",
+        {"company_id": MOTOR, "policy": {"id": f"{MOTOR}-default", "allowed_models": ["gemini*", "llama3.1"]}},
+    )
+    with pytest.raises(ForecourtError) as info:
+        await rig.invoke("model.invoke", {"input": "Draft a reply"})
+    assert info.value.code == "upstream.unavailable"
+    assert info.value.details["tried"] == ["vertex", "openai"]
