@@ -29,7 +29,7 @@ _PAGING: dict[str, Any] = {
 _BOOL_TEXT = {"enum": ["", "yes", "no"]}
 _FILTERS: dict[str, dict[str, Any]] = {
     "rooftops": {"public_agent": _BOOL_TEXT, "id": SHORT},
-    "inventory": {"public_agent": _BOOL_TEXT},
+    "inventory": {"public_agent": _BOOL_TEXT, "id": SHORT},
     "members": {"kind": {"enum": ["", "agent", "person"]}, "is_admin": _BOOL_TEXT, "active": _BOOL_TEXT},
     "keys": {"member_id": SHORT, "state": {"enum": ["", "active", "revoked"]}},
     "leads": {"dealership_id": SHORT, "status": SHORT, "source": SHORT},
@@ -166,7 +166,8 @@ class ConsoleTables:
         from forecourt.actions.console_views import last_scheduled
         from forecourt.store import console as queries
 
-        page = await self._read("rooftops", payload, ctx, public_agent=_yes_no(payload.get("public_agent")))
+        public = _yes_no(payload.get("public_agent"))
+        page = await self._read("rooftops", payload, ctx, public_agent=public, id=text(payload, "id"))
         ids = [str(r["id"]) for r in page.rows]
         stats = await queries.inventory_freshness(ctx.store, ids) if ids else {}
         scheduled = await last_scheduled(ctx.store, set(ids))

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from forecourt.actions import console_uploads
 from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionContext
 from forecourt.actions.console_common import (
     DEALERSHIP,
@@ -88,14 +89,16 @@ CONSOLE_ACTIONS: tuple[Action, ...] = (
     ),
     console_action(
         "console.inventory.import",
-        "Import an inventory feed (CSV or JSON text) into one rooftop; answers the import report.",
+        "Import an inventory feed into one rooftop: CSV or JSON text (`feed`), or a file uploaded to the console "
+        "(`upload`, its one-time handle); answers the import report.",
         {
             "dealership_id": DEALERSHIP,
             "feed": {"type": "string", "minLength": 1, "maxLength": 4_000_000, "x-audit": "size"},
+            "upload": {"type": "string", "pattern": "^upl_[A-Za-z0-9_-]{20,64}$"},
             "filename": SHORT,
             "full": {"type": "boolean"},
         },
-        ["dealership_id", "feed"],
+        ["dealership_id"],
         adapter=ADAPTER_ID,
         write=True,
     ),
@@ -305,9 +308,15 @@ class ConsoleViews:
         company_id = str(payload["company_id"])
         dealership = await one_dealership(ctx.store, ctx, company_id, str(payload["dealership_id"]))
         filename = text(payload, "filename")
+        if text(payload, "upload"):
+            data = console_uploads.read(str(payload["upload"]))
+        elif text(payload, "feed"):
+            data = str(payload["feed"]).encode()
+        else:
+            raise InvalidParams("Give the feed (`feed`) or an upload's handle (`upload`).")
         report = await import_feed(
             ctx.store,
-            str(payload["feed"]).encode(),
+            data,
             dealership.id,
             full=bool(payload.get("full", False)),
             now=ctx.now,

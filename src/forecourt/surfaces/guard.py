@@ -53,6 +53,7 @@ _NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
 _INNERMOST_PAIR = re.compile(rb"[\[{][\]}]")
 _A2A_PATH = re.compile(r"^/dealers/[^/]+/a2a(?:/|$)")
 _COMPANY_MCP = re.compile(r"^/companies/[^/]+/mcp$")
+_CONSOLE_UPLOAD = re.compile(r"^[^/]+/upload$")
 
 
 class _Refusal(Exception):
@@ -206,6 +207,11 @@ class RequestGuard:
             await self.app(scope, receive, send)
             return
         form = _wire_form(str(scope.get("path", "")))
+        if self._streamed_upload(scope):
+            # A console feed upload of a declared size within ``feed_max_bytes`` (the scheduled feeds' limit) goes
+            # through unbuffered: the multipart parser spools the file to disk (surfaces/console/views_ops.py).
+            await self.app(scope, receive, send)
+            return
         try:
             body, disconnected = await self._read(scope, receive)
             if body and _is_json_request(scope, form):
@@ -222,6 +228,14 @@ class RequestGuard:
             await self._refuse(send, form, refusal)
             return
         await self.app(scope, _replay(body, disconnected, receive), send)
+
+    def _streamed_upload(self, scope: Scope) -> bool:
+        path = str(scope.get("path", ""))
+        prefix = self.settings.console_prefix.rstrip("/") + "/inventory/"
+        if not path.startswith(prefix) or not _CONSOLE_UPLOAD.match(path[len(prefix) :]):
+            return False
+        declared = _header(scope, b"content-length")
+        return declared is not None and declared.strip().isdigit() and int(declared) <= self.settings.feed_max_bytes
 
     async def _read(self, scope: Scope, receive: Receive) -> tuple[bytes, bool]:
         limit = self.settings.max_body_bytes

@@ -16,6 +16,7 @@ from forecourt.settings import Settings
 from forecourt.surfaces.console import views_main as main
 from forecourt.surfaces.console import views_ops as ops
 from forecourt.surfaces.console import views_tenants as tenants
+from forecourt.surfaces.console import views_try as tryout
 from forecourt.surfaces.console.auth import AuthViews
 from forecourt.surfaces.console.core import HERE, SECURITY_HEADERS, ConsoleCore, ToolsFor
 
@@ -54,7 +55,7 @@ def console_routes(
         Route("/oidc/callback", auth.oidc_callback, methods=get),
         Route("/static/{name}", _static, methods=get),
         Route("/fragments/overview", page(main.overview_panel), methods=get),
-        Route("/company", page(main.switch_company), methods=post),
+        Route("/company", page(main.switch_company, again=main.overview), methods=post),
         Route("/tenants", page(tenants.tenants), methods=get),
         Route("/tenants/dealerships", page(tenants.save_dealership, again=tenants.tenants), methods=post),
         Route("/tenants/dealerships/{dealership_id}/public", page(tenants.toggle_public), methods=post),
@@ -69,13 +70,16 @@ def console_routes(
         Route("/audit/{record_id}", page(main.audit_record), methods=get),
         Route("/leads", page(ops.leads), methods=get),
         Route("/leads/{dealership_id}/{lead_id}", page(ops.lead), methods=["GET", "POST"]),
+        Route("/deliveries", page(ops.deliveries), methods=get),
         Route("/deliveries/{dealership_id}/{delivery_id}/retry", page(ops.retry_delivery), methods=post),
         Route("/inventory", page(ops.inventory), methods=get),
-        Route("/inventory/{dealership_id}/upload", page(ops.upload), methods=post),
+        Route("/inventory/{dealership_id}/upload", page(ops.upload_form), methods=get),
+        Route("/inventory/{dealership_id}/upload", page(ops.upload, again=ops.upload_form), methods=post),
         Route("/approvals", page(ops.approvals), methods=get),
         Route("/approvals/task", page(ops.complete_task), methods=post),
         Route("/approvals/held/{approval_id}", page(ops.decide_held), methods=post),
         Route("/tools", page(main.tools), methods=get),
+        Route("/tools/try", page(tryout.try_tool, again=main.tools), methods=post),
         Route("/upstreams", page(ops.upstreams), methods=get),
         Route("/upstreams", page(ops.save_upstream), methods=post),
         Route("/upstreams/{upstream_id}/{op:str}", page(ops.upstream_action), methods=post),

@@ -6,14 +6,17 @@ import csv
 import io
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 import orjson
 from starlette.responses import Response
 
 from forecourt.actions.console_views import estimate_tokens
 from forecourt.domain.tenancy import Member
+from forecourt.errors import Forbidden, InvalidParams
 from forecourt.surfaces.console.charts import bars
 from forecourt.surfaces.console.core import SECURITY_HEADERS, Page, ToolsFor
+from forecourt.surfaces.console.tables import listing
 from forecourt.surfaces.mcp.tokens import measure, tool_json
 
 AUDIT_FIELDS = ("since", "until", "member_id", "action", "surface", "outcome", "dealership_id", "trace_id")
@@ -42,8 +45,9 @@ async def _overview_data(page: Page) -> dict[str, Any]:
 
 
 async def overview(page: Page) -> Response:
-    """The overview page; its panel refreshes itself every few seconds."""
-    return page.render("overview.html", data=await _overview_data(page), active="overview")
+    """The overview page; its panel refreshes itself every few seconds. The operator picks the company here."""
+    companies = await companies_for(page)
+    return page.render("overview.html", data=await _overview_data(page), companies=companies, active="overview")
 
 
 async def overview_panel(page: Page) -> Response:
@@ -52,31 +56,57 @@ async def overview_panel(page: Page) -> Response:
 
 
 async def switch_company(page: Page) -> Response:
-    """The operator picks the company the pages are about."""
-    wanted = page.field("company_id")
+    """The operator picks the company the pages are about; an id that is not one of theirs is refused."""
+    wanted = page.field("company_id").strip()
+    if not page.session.operator:
+        raise Forbidden("Only the platform operator switches companies.")
     companies = await page.call("console.companies.list")
-    if page.session.operator and any(c["id"] == wanted for c in companies["items"]):
-        page.session.company_id = wanted
+    if not any(c["id"] == wanted for c in companies["items"]):
+        raise InvalidParams(f"There is no company {wanted[:128]!r}; pick one from the list.")
+    page.session.company_id = wanted
     return page.redirect("", flash=f"Now viewing {page.session.company_id}.")
 
 
 async def companies_for(page: Page) -> list[dict[str, Any]]:
-    """Companies for the header's switcher (operator only)."""
+    """Companies for the picker (operator only): id and name."""
     if not page.session.operator:
         return []
-    return list((await page.call("console.companies.list"))["items"])
+    items = (await page.call("console.companies.list"))["items"]
+    return [{"id": c["id"], "name": c.get("name") or c["id"]} for c in items]
 
 
-async def tools(page: Page) -> Response:
-    """What each member sees over MCP, with its size in tokens."""
-    members = (await page.call("admin.members.list", {"company_id": page.company}))["items"]
-    chosen = page.field("member_id") or (members[0]["id"] if members else "")
+async def tools(page: Page, tried: dict[str, Any] | None = None) -> Response:
+    """What each member sees over MCP, with its size in tokens; and the "try a tool" panel (``tried``: its answer)."""
+    members = await page.call("console.members.page", {"company_id": page.company, "active": "yes", "limit": 100})
+    wanted = page.value("try", "member_id") or page.field("member_id")
+    chosen = wanted or (members["items"][0]["id"] if members["items"] else "")
     listing = None
     if chosen:
         listing = await page.call("console.tools.list", {"company_id": page.company, "member_id": chosen})
         if page.core.tools_for is not None:
             listing = await _as_listed(page.core.tools_for, listing)
-    return page.render("tools.html", members=members, chosen=chosen, listing=listing, active="tools")
+    shown = None
+    if tried is not None:
+        shown = {
+            **tried,
+            "output_json": _pretty(tried.get("output"), 20_000),
+            "audit_json": _pretty(tried.get("audit")),
+        }
+    return page.render(
+        "tools.html",
+        members=members["items"],
+        more_members=members["has_next"],
+        chosen=chosen,
+        listing=listing,
+        tried=shown,
+        active="tools",
+    )
+
+
+def _pretty(value: Any, limit: int = 100_000) -> str:
+    """Indented JSON, cut at ``limit`` characters (a page stays small whatever a tool answers)."""
+    text = orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode()
+    return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit:,} more characters)"
 
 
 async def _as_listed(tools_for: ToolsFor, listing: dict[str, Any]) -> dict[str, Any]:
@@ -121,11 +151,9 @@ def _filters(page: Page) -> dict[str, Any]:
 async def audit(page: Page) -> Response:
     """The audit explorer: filters, results, links to each record and to the exports."""
     filters = _filters(page)
-    result = await page.call("console.audit.search", {**filters, "limit": 200})
-    query = "&".join(f"{k}={v}" for k, v in filters.items() if k != "company_id")
-    return page.render(
-        "audit.html", items=result["items"], filters=filters, query=query, fields=AUDIT_FIELDS, active="audit"
-    )
+    records = await listing(page, "audit", "audit", filters=AUDIT_FIELDS, limit=50)
+    query = urlencode({k: v for k, v in filters.items() if k != "company_id"})
+    return page.render("audit.html", records=records, filters=filters, query=query, fields=AUDIT_FIELDS, active="audit")
 
 
 async def audit_record(page: Page) -> Response:

@@ -12,27 +12,30 @@ import orjson
 from starlette.datastructures import UploadFile
 from starlette.responses import Response, StreamingResponse
 
+from forecourt.actions import console_uploads as uploads
+from forecourt.domain.people import LeadStatus
 from forecourt.errors import ForecourtError, InvalidParams
 from forecourt.inventory_import.watch import reporting
 from forecourt.surfaces.console.core import SECURITY_HEADERS, Page
+from forecourt.surfaces.console.tables import listing
 
 logger = logging.getLogger(__name__)
 
-MAX_FEED_BYTES = 4_000_000
-
-
-async def _rooftops(page: Page) -> list[dict[str, Any]]:
-    return list((await page.call("console.inventory.summary", {"company_id": page.company}))["items"])
+TASK_ROOFTOPS = 10
+"""Workflow tasks are listed for every rooftop of a company with at most this many, else for the one chosen."""
+LEAD_STATUSES = tuple(s.value for s in LeadStatus)
 
 
 async def leads(page: Page) -> Response:
-    """A rooftop's recent leads, masked."""
-    rooftops = await _rooftops(page)
-    chosen = page.field("dealership_id") or (rooftops[0]["dealership_id"] if rooftops else "")
-    result = None
-    if chosen:
-        result = await page.call("console.leads.list", {"company_id": page.company, "dealership_id": chosen})
-    return page.render("leads.html", rooftops=rooftops, chosen=chosen, result=result, active="leads")
+    """The company's leads, masked: searched, filtered by rooftop, status and source, sorted and paged."""
+    table = await listing(page, "leads", "leads", filters=("dealership_id", "status", "source"))
+    return page.render("leads.html", leads=table, statuses=LEAD_STATUSES, active="leads")
+
+
+async def deliveries(page: Page) -> Response:
+    """CRM deliveries of the company's rooftops: failed and pending ones found by filter, retried in place."""
+    table = await listing(page, "deliveries", "deliveries", filters=("status", "kind", "dealership_id"))
+    return page.render("deliveries.html", deliveries=table, active="deliveries")
 
 
 async def lead(page: Page) -> Response:
@@ -59,46 +62,64 @@ async def retry_delivery(page: Page) -> Response:
     }
     await page.call("console.deliveries.retry", payload)
     back = page.field("back") or "leads"
-    return page.redirect(back if back.startswith("leads") else "leads", flash="Delivery queued to retry now.")
+    known = back.startswith(("leads", "deliveries"))
+    return page.redirect(back if known else "leads", flash="Delivery queued to retry now.")
 
 
 async def inventory(page: Page) -> Response:
-    """Per rooftop counts and freshness, and the feed upload."""
-    return page.render("inventory.html", rooftops=await _rooftops(page), report=None, active="inventory")
+    """Per rooftop counts and freshness, a page at a time; each rooftop's feed upload opens on its own page."""
+    table = await listing(page, "inventory", "inventory")
+    return page.render("inventory.html", rooftops=table, active="inventory")
+
+
+async def _rooftop(page: Page) -> dict[str, Any]:
+    """The rooftop of the path, with its inventory counts (one row read)."""
+    dealership_id = page.request.path_params["dealership_id"]
+    found = await page.call("console.inventory.page", {"company_id": page.company, "id": dealership_id, "limit": 1})
+    if not found["items"]:
+        raise InvalidParams("No such rooftop.")
+    return dict(found["items"][0])
+
+
+async def upload_form(page: Page) -> Response:
+    """The feed upload of one rooftop (with its progress bar), opened from the inventory table."""
+    return page.render("upload.html", rooftop=await _rooftop(page), report=None, active="inventory")
 
 
 async def upload(page: Page) -> Response:
     """Import an uploaded feed; answers the report (the fragment alone for the progress-bar script).
 
+    The file arrives spooled to disk by the multipart parser (the request guard lets a console upload through
+    unbuffered up to ``feed_max_bytes``, the scheduled feeds' limit) and the importer reads it from there.
     With ``X-Console-Progress: 1`` the answer streams as JSON lines while the import runs: one
     ``{"phase": "import", "done": n, "total": m}`` per batch written, then ``{"phase": "done", "html": report}``
     or ``{"phase": "error", "code", "message"}`` (the console script draws the bar from them).
     """
     assert page.form is not None
     feed = page.form.get("feed")
-    if not isinstance(feed, UploadFile):
+    if not isinstance(feed, UploadFile) or not feed.filename:
         raise InvalidParams("Choose a feed file.")
-    data = await feed.read(MAX_FEED_BYTES + 1)
-    if len(data) > MAX_FEED_BYTES:
-        raise InvalidParams("The feed is larger than 4 MB; import it with `forecourt inventory import`.")
+    upload_id = uploads.keep(feed.file)
     payload = {
         "company_id": page.company,
         "dealership_id": page.request.path_params["dealership_id"],
-        "feed": data.decode("utf-8", errors="replace"),
+        "upload": upload_id,
         "filename": (feed.filename or "feed.csv")[:200],
         "full": page.field("full") == "on",
     }
     if page.request.headers.get("x-console-progress") == "1":
-        return StreamingResponse(
-            _import_lines(page, payload), media_type="application/x-ndjson", headers=SECURITY_HEADERS
-        )
-    report = await page.call("console.inventory.import", payload)
+        lines = _import_lines(page, payload, upload_id)
+        return StreamingResponse(lines, media_type="application/x-ndjson", headers=SECURITY_HEADERS)
+    try:
+        report = await page.call("console.inventory.import", payload)
+    finally:
+        uploads.drop(upload_id)
     if page.request.headers.get("x-console-fragment") == "1":
         return page.render("_import_report.html", report=report)
-    return page.render("inventory.html", rooftops=await _rooftops(page), report=report, active="inventory")
+    return page.render("upload.html", rooftop=await _rooftop(page), report=report, active="inventory")
 
 
-async def _import_lines(page: Page, payload: dict[str, Any]) -> AsyncIterator[bytes]:
+async def _import_lines(page: Page, payload: dict[str, Any], upload_id: str) -> AsyncIterator[bytes]:
     """The import's progress as it runs, then its report: JSON lines for the console's progress bar."""
     lines: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
 
@@ -137,29 +158,42 @@ async def _import_lines(page: Page, payload: dict[str, Any]) -> AsyncIterator[by
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
+        uploads.drop(upload_id)
 
 
 async def approvals(page: Page) -> Response:
-    """Workflow user tasks waiting for a person, and agents' calls held by policy."""
-    rooftops = await _rooftops(page)
+    """Agents' calls held by policy (arguments redacted, rooftop, the lead or customer touched), a page at a time,
+    and the workflow tasks waiting at one rooftop (every rooftop when the company has a few)."""
+    held = await listing(page, "approvals", "approvals", filters=("status", "member_id", "dealership_id"))
+    few = await page.call("console.rooftops.page", {"company_id": page.company, "limit": TASK_ROOFTOPS})
+    chosen = page.request.query_params.get("task_rooftop", "").strip()[:128]
+    if chosen:
+        rooftop_ids = [chosen]
+    elif not few["has_next"]:
+        rooftop_ids = [r["id"] for r in few["items"]]
+    else:
+        rooftop_ids = []
     waiting: list[dict[str, Any]] = []
     problems: list[str] = []
-    for rooftop in rooftops:
+    for dealership_id in rooftop_ids:
         try:
-            runs = await page.call(
-                "workflow.list_runs", {"dealership_id": rooftop["dealership_id"], "status": "input_required"}
-            )
+            runs = await page.call("workflow.list_runs", {"dealership_id": dealership_id, "status": "input_required"})
         except ForecourtError as exc:
-            problems.append(f"{rooftop['dealership_id']}: {exc.code}")
+            problems.append(f"{dealership_id}: {exc.message}")
             continue
-        for run in runs.get("items", []):
-            detail = await page.call(
-                "workflow.get", {"dealership_id": rooftop["dealership_id"], "run_id": run["run_id"]}
-            )
+        for run in runs.get("items", [])[:TASK_ROOFTOPS]:
+            detail = await page.call("workflow.get", {"dealership_id": dealership_id, "run_id": run["run_id"]})
             for task in detail.get("waiting_tasks", []):
-                waiting.append({"run": detail, "task": task, "dealership_id": rooftop["dealership_id"]})
-    held = (await page.call("approvals.list", {"company_id": page.company}))["items"]
-    return page.render("approvals.html", waiting=waiting, held=held, problems=problems, active="approvals")
+                waiting.append({"run": detail, "task": task, "dealership_id": dealership_id})
+    return page.render(
+        "approvals.html",
+        waiting=waiting,
+        held=held,
+        problems=problems,
+        task_rooftop=chosen,
+        every_rooftop=not few["has_next"],
+        active="approvals",
+    )
 
 
 async def complete_task(page: Page) -> Response:
