@@ -159,6 +159,7 @@ def mcp_routes(
         relay=surface.relay,
         registry=registry,
         dealerships=_Followed(gateway).of,
+        tool_changes=surface.tool_changes,
     )
     ready = asyncio.Event()
     guard = McpHttpGuard(

@@ -43,7 +43,7 @@ STDIO_CAPABILITIES: Mapping[str, Any] = {
     "logging": {},
     "prompts": {"listChanged": False},
     "resources": {"listChanged": False, "subscribe": True},
-    "tools": {"listChanged": False},
+    "tools": {"listChanged": True},
 }
 """What the SDK derives from the stdio surface's handlers (federated: completions and logging are relayed)."""
 

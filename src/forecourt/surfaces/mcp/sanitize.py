@@ -3,7 +3,8 @@
 The SDK's legacy transport answers a malformed JSON-RPC message with ``Validation error: <pydantic
 text>`` or ``Parse error: <decoder text>``, both of which quote parts of the request (``input_value=...``),
 and a request can carry a customer's details. This wrapper rewrites those 400 bodies to a fixed
-message with the same JSON-RPC code.
+message with the same JSON-RPC code. Forecourt's own structured errors (``data`` is the AutomotiveMCP error
+body) are left as they are.
 """
 
 from __future__ import annotations
@@ -25,12 +26,22 @@ def _rewrite(body: bytes) -> bytes:
             {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid request."}}
         ).encode()
     error = data.get("error") if isinstance(data, dict) else None
-    if not isinstance(error, dict):
+    if not isinstance(error, dict) or _structured(error):
         return body
     code = error.get("code")
     error["message"] = _FIXED.get(code, "Invalid request.") if isinstance(code, int) else "Invalid request."
     error.pop("data", None)
     return json.dumps(data).encode()
+
+
+def _structured(error: dict[str, Any]) -> bool:
+    """Whether the error is Forecourt's own: an AutomotiveMCP error body in ``data``, whose words are fixed.
+
+    Such an error (an unknown tool in the 2026-07-28 era, answered ``400`` as that era's table says) keeps its
+    message and ``data``: they say what was wrong and quote nothing but a checked tool name.
+    """
+    data = error.get("data")
+    return isinstance(data, dict) and isinstance(data.get("code"), str) and "retryable" in data
 
 
 def value_free_errors(send: Send) -> Send:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp import MCPError
-from mcp.server import Server, ServerRequestContext
+from mcp.server import ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.subscriptions import ListenHandler
 from mcp.shared.inbound import X_MCP_HEADER_KEY as X_MCP_HEADER
@@ -46,6 +46,7 @@ from forecourt.surfaces.mcp.discovery import FIND_TOOLS, FIND_TOOLS_TOOL, Loaded
 from forecourt.surfaces.mcp.federation.handlers import Federation
 from forecourt.surfaces.mcp.handshake import DESCRIPTION, INSTRUCTIONS, NAME, TITLE, server_version
 from forecourt.surfaces.mcp.http import CALLER_KEY, Caller
+from forecourt.surfaces.mcp.listchanged import ForecourtServer, ToolListChanges
 from forecourt.surfaces.mcp.manifest import manifest
 from forecourt.surfaces.mcp.sessions import SubscriptionRegistry
 from forecourt.surfaces.mcp.subscriptions import SubscriptionRelay
@@ -58,6 +59,7 @@ from forecourt.surfaces.mcp.tools import (
     protocol_error,
     success_result,
     too_large,
+    unknown_tool,
 )
 from forecourt.surfaces.mcp.uris import parse_uri
 from forecourt.surfaces.mcp.watching import Watching, require_principal
@@ -125,16 +127,20 @@ class McpSurface:
         """Where legacy HTTP sessions' subscriptions live (set by the HTTP app; ``None`` for stdio)."""
         self.max_result_bytes = settings.mcp_max_result_bytes
         self.federation = Federation(self, hub) if hub is not None else None
+        self.tool_changes = ToolListChanges(hub, self.relay.bus)
         federated = self.federation
         self.watching = Watching(self)
         with warnings.catch_warnings():
             # logging/setLevel is deprecated in 2026-07-28 but still part of the 2025-11-25 era this door serves.
             warnings.filterwarnings("ignore", message="The logging capability is deprecated")
-            self.server: Server[Any] = self._build_server(federated)
+            self.server: ForecourtServer = self._build_server(federated)
+        self.server.tool_changes = self.tool_changes
+        if stdio_caller is not None and stdio_caller.principal is not None:
+            self.server.stdio_company = stdio_caller.principal.company_id
         self.server.middleware.append(self._boundary)
 
-    def _build_server(self, federated: Federation | None) -> Server[Any]:
-        return Server(
+    def _build_server(self, federated: Federation | None) -> ForecourtServer:
+        return ForecourtServer(
             NAME,
             version=server_version(),
             title=TITLE,
@@ -368,7 +374,7 @@ class McpSurface:
         if action is None:
             if params.name == FIND_TOOLS:
                 return await self.find_tools(ctx, dict(params.arguments or {}))
-            raise MCPError(types.INVALID_PARAMS, "Unknown tool.", {"code": "action.unknown"})
+            raise unknown_tool(params.name)
         request = ctx.request
         traceparent = (ctx.meta or {}).get("traceparent")
         if not isinstance(traceparent, str):
@@ -530,5 +536,6 @@ class McpSurface:
     async def close(self) -> None:
         """End listen streams gracefully and stop following events."""
         self.listener.close()
+        self.tool_changes.close()
         with contextlib.suppress(Exception):
             await self.relay.close()

@@ -60,6 +60,7 @@ from forecourt.surfaces.mcp.backchannel import (
     is_reply,
 )
 from forecourt.surfaces.mcp.http import CALLER_KEY, Caller, _peek, send_json
+from forecourt.surfaces.mcp.listchanged import ToolListChanges
 from forecourt.surfaces.mcp.resumption import EventLog, RecordedResponse, event_log_for, resume
 from forecourt.surfaces.mcp.subscriptions import SubscriptionRelay
 from forecourt.surfaces.mcp.uris import event_uris
@@ -275,6 +276,10 @@ def replies_for(registry: SubscriptionRegistry) -> ReplyRouter:
     return MemoryReplies()
 
 
+TOOLS_CHANGED = ""
+"""Queued on a :class:`LegacyStream` for ``notifications/tools/list_changed`` (a URI is never empty)."""
+
+
 class LegacyStream:
     """One open standalone ``GET`` stream of a legacy session: receives change events, keeps the watched ones."""
 
@@ -282,6 +287,13 @@ class LegacyStream:
         self.session_id = session_id
         self.registry = registry
         self.queue: asyncio.Queue[str] = asyncio.Queue(MAX_QUEUED)
+        self._tools_pending = False
+
+    def tools_changed(self) -> None:
+        """Queue ``notifications/tools/list_changed`` (once, however many changes arrive before it is sent)."""
+        if not self._tools_pending and not self.queue.full():
+            self._tools_pending = True
+            self.queue.put_nowait(TOOLS_CHANGED)
 
     async def offer(self, event: ChangeEvent) -> None:
         """Queue a notification for each URI of ``event`` this session watches (best effort)."""
@@ -303,7 +315,11 @@ class LegacyStream:
             except TimeoutError:
                 await self.registry.touch(self.session_id)
                 continue
-            note = {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
+            if uri == TOOLS_CHANGED:
+                self._tools_pending = False
+                note: dict[str, object] = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+            else:
+                note = {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
             yield {"event": "message", "data": json.dumps(note, separators=(",", ":"))}
 
 
@@ -334,6 +350,7 @@ class LegacySessions:
         dealerships: The dealerships a stream of ``caller`` follows.
         replies: Where the client's answers to back channel requests go (default: :func:`replies_for`).
         events: Where resumable response streams are recorded (default: the registry's Redis, else memory).
+        tool_changes: Tells open streams that their company's tool lists changed (upstream changes).
     """
 
     def __init__(
@@ -346,6 +363,7 @@ class LegacySessions:
         dealerships: Callable[[Caller], Awaitable[list[str]]],
         replies: ReplyRouter | None = None,
         events: EventLog | None = None,
+        tool_changes: ToolListChanges | None = None,
     ) -> None:
         self.app = app
         self.settings = settings
@@ -357,6 +375,7 @@ class LegacySessions:
         client = registry.client if isinstance(registry, RedisRegistry) else None
         prefix = registry.prefix if isinstance(registry, RedisRegistry) else ""
         self.events: EventLog = events if events is not None else event_log_for(client, prefix)
+        self.tool_changes = tool_changes
         self.streams = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -444,6 +463,8 @@ class LegacySessions:
         followed = await self.dealerships(caller) if isinstance(caller, Caller) else []
         stream = LegacyStream(session_id, self.registry)
         attached: list[str] = []
+        company = caller.principal.company_id if isinstance(caller, Caller) and caller.principal else None
+        unwatch = self.tool_changes.watch(company, stream.tools_changed) if self.tool_changes and company else None
         self.streams += 1
         try:
             for dealership_id in followed:
@@ -457,6 +478,8 @@ class LegacySessions:
             )
             await response(scope, receive, send)
         finally:
+            if unwatch is not None:
+                unwatch()
             self.streams -= 1
             for dealership_id in attached:
                 self.relay.remove_stream(dealership_id, stream)

@@ -120,7 +120,37 @@ class EarlyHandshake:
             write: WriteStream[SessionMessage] = (
                 stdout if self.answered is None else _WithoutEarlyAnswer(stdout, self.answered)
             )
-            await server.run(read, write, server.create_initialization_options())
+            unwatch = _announce_tool_changes(server, write)
+            try:
+                await server.run(read, write, server.create_initialization_options())
+            finally:
+                unwatch()
+
+
+def _announce_tool_changes(server: Server[Any], write: WriteStream[SessionMessage]) -> Callable[[], None]:
+    """Write ``notifications/tools/list_changed`` to stdout when an upstream change alters the caller's tools."""
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
+    from forecourt.surfaces.mcp.listchanged import ForecourtServer
+
+    if not isinstance(server, ForecourtServer) or server.tool_changes is None or server.stdio_company is None:
+        return lambda: None
+    pending: set[asyncio.Task[None]] = set()
+
+    async def send() -> None:
+        note = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/tools/list_changed")
+        try:
+            await write.send(SessionMessage(note))
+        except Exception:  # stdout gone: the session is ending
+            logger.debug("stdio: a tool list change could not be announced", exc_info=True)
+
+    def sink() -> None:
+        task = asyncio.get_running_loop().create_task(send())
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    return server.tool_changes.watch(server.stdio_company, sink)
 
 
 def _parsed(line: bytes) -> SessionMessage | Exception:

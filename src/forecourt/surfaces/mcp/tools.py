@@ -18,6 +18,7 @@ Rules:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,13 +29,30 @@ from mcp import MCPError
 from forecourt import caching
 from forecourt.actions.toolsets import NameMode, llm_name, llm_names
 from forecourt.contract import Action, Catalogue
-from forecourt.errors import ForecourtError, ResultTooLarge
+from forecourt.errors import ForecourtError, ResultTooLarge, UnknownAction
 from forecourt.surfaces.mcp import schemas, views
 from forecourt.surfaces.mcp.uris import item_uri
 
 AAP_PREFIX = "aap."
 # Adapters that only touch Forecourt's own store; anything else reaches out (models, upstream servers, ...).
 CLOSED_WORLD_ADAPTERS = frozenset({"dealer-data", "service-appointments", "valuation", "aap"})
+
+
+_SHOWN_TOOL_NAME = re.compile(r"^[A-Za-z0-9._:/-]{1,128}$")
+
+
+def unknown_tool(name: str) -> MCPError:
+    """The answer to a ``tools/call`` of a tool that is not there: JSON-RPC ``-32602``, naming the tool.
+
+    Both eras' specifications give an unknown tool name as an invalid-params error (2026-07-28:
+    ``InvalidParamsError``, "Unknown tool name or invalid tool arguments"), which that era's HTTP table answers
+    ``400``. ``data`` is the AutomotiveMCP error (``action.unknown``, ``details.tool``); a name that is not
+    tool-name-like is not quoted back.
+    """
+    shown = name if _SHOWN_TOOL_NAME.fullmatch(name) else None
+    message = f"Unknown tool: {shown}." if shown else "Unknown tool."
+    error = UnknownAction(message, details={"tool": shown} if shown else {})
+    return MCPError(types.INVALID_PARAMS, message, error.to_dict())
 
 
 def tool_name(action_name: str) -> str:

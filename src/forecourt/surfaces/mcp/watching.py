@@ -122,7 +122,9 @@ class Watching:
             for dealership_id in sorted(dealerships):
                 await self.surface.relay.acquire(dealership_id)
                 acquired.append(dealership_id)
-            return await self.surface.listener(ctx, params)
+            company = caller.principal.company_id if caller.principal is not None else None
+            own = self.surface.tool_changes.listener_for(company) if company else None
+            return await (own or self.surface.listener)(ctx, params)
         finally:
             for dealership_id in acquired:
                 self.surface.relay.release(dealership_id)
