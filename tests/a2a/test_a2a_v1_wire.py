@@ -66,6 +66,14 @@ async def test_an_http_json_body_that_is_not_json_is_refused_with_415(rig: Rig, 
     assert error["details"][0]["reason"] == "CONTENT_TYPE_NOT_SUPPORTED"
 
 
+async def test_http_json_answers_are_application_json(rig: Rig) -> None:
+    gateway = await rig.client.get("/agent/a2a/tasks", headers=_auth(rig))
+    dealer = await rig.client.get(f"/dealers/{TOYOTA}/a2a/tasks", headers=_auth(rig))
+    for response in (gateway, dealer):
+        assert response.status_code == 200
+        assert response.headers["content-type"].split(";")[0] == "application/json"
+
+
 @pytest.mark.parametrize("path", [GATEWAY_RPC, DEALER_RPC])
 async def test_a_jsonrpc_body_that_is_not_json_is_refused_with_415(rig: Rig, path: str) -> None:
     import json
@@ -74,7 +82,7 @@ async def test_a_jsonrpc_body_that_is_not_json_is_refused_with_415(rig: Rig, pat
         path, content=json.dumps(_list_tasks()), headers={**_auth(rig), "Content-Type": "text/plain"}
     )
     assert response.status_code == 415
-    assert response.json()["error"]["code"] == -32600
+    assert response.json()["error"]["code"] == -32005  # ContentTypeNotSupportedError
 
 
 async def test_list_tasks_with_a_status_that_names_no_task_state_is_an_error_on_both_bindings(rig: Rig) -> None:

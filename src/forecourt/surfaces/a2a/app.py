@@ -251,7 +251,7 @@ def _wrap_rest(endpoint: Endpoint, faults: Counter, identify: Identify) -> Endpo
             return stream_with_aap_errors(response, request, jsonrpc=False)
         err = recorded_error(request.scope)
         if err is None:
-            return _normalised(response)
+            return binding_checks.json_answer(_normalised(response))
         return _rest_error(err)
 
     return wrapped

@@ -2,8 +2,11 @@
 
 - A request body must be JSON: ``Content-Type: application/json`` (or ``application/a2a+json``, any ``+json``).
   HTTP+JSON answers anything else with ``415`` and the binding's ``ContentTypeNotSupportedError``; JSON-RPC, whose
-  requests the spec requires to be ``application/json`` too, answers ``415`` with a JSON-RPC ``-32600`` error. A
-  request without a ``Content-Type`` (a body-less ``POST .../tasks/{id}:cancel``) is left to the SDK.
+  requests the spec requires to be ``application/json`` too, answers ``415`` with the JSON-RPC form of the same error
+  (``-32005``, as the A2A TCK checks). A request without a ``Content-Type`` (a body-less
+  ``POST .../tasks/{id}:cancel``) is left to the SDK.
+- HTTP+JSON answers are ``Content-Type: application/json`` (§11.1, a MUST the TCK checks); the SDK writes
+  ``application/a2a+json``, the media type of the specification's examples, which :func:`json_answer` renames.
 - ``ListTasks``' ``status`` filter must name a ``TaskState``: the SDK's parser drops an unknown enum value, which
   would turn ``?status=INVALID`` into "every task". Refused as invalid parameters on both bindings instead.
 """
@@ -64,7 +67,7 @@ async def jsonrpc_refusal(request: Request) -> Response | None:
     """The JSON-RPC binding's refusal of ``request``, or ``None`` when it may go on."""
     content_type = request.headers.get("content-type")
     if content_type is not None and not _is_json(content_type):
-        return _rpc_error(None, -32600, JSON_ONLY, status_code=415)
+        return _rpc_error(None, -32005, JSON_ONLY, status_code=415)
     try:
         body = json.loads(await request.body())
     except ValueError:
@@ -76,3 +79,10 @@ async def jsonrpc_refusal(request: Request) -> Response | None:
     if status is not None and not _valid_state(status):
         return _rpc_error(body.get("id"), -32602, BAD_STATUS)
     return None
+
+
+def json_answer(response: Response) -> Response:
+    """``response`` with ``Content-Type: application/json`` where the SDK wrote ``application/a2a+json``."""
+    if response.headers.get("content-type", "").startswith("application/a2a+json"):
+        response.headers["content-type"] = "application/json"
+    return response

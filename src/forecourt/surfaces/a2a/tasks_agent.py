@@ -294,7 +294,7 @@ class GatewayAgentSurface:
             except ForecourtError as exc:
                 return _refusal(exc, jsonrpc=jsonrpc)
             request.scope[PRINCIPAL_SCOPE] = principal
-            return await endpoint(request)
+            return binding_checks.json_answer(await endpoint(request))
 
         return wrapped
 
