@@ -8,14 +8,17 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
+from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
-from mcp_support import TOYOTA, LiveServer, error_of
+from mcp_support import TOYOTA, LiveServer, error_of, http_client, mcp_client, wait_for
 
 FORECOURT = Path(sys.executable).parent / "forecourt"
 ERAS = [("legacy", "2025-11-25"), ("auto", "2026-07-28")]
@@ -165,3 +168,49 @@ def test_the_bridge_refuses_to_send_the_key_in_clear_to_another_host(tmp_path: P
     assert result.returncode == 2
     assert b"https" in result.stderr
     assert result.stdout == b""
+
+
+LEADS = f"automotive://dealers/{TOYOTA}/leads"
+
+
+async def _create_lead(live: LiveServer, key: str) -> None:
+    lead = {
+        "dealership_id": TOYOTA,
+        "customer": {"first_name": "Dana", "last_name": "Bridge", "email": "dana.bridge@example.com"},
+        "message": "Is the Corolla still available?",
+    }
+    async with http_client(key) as hc, mcp_client(live.url, hc, "auto") as other:
+        assert not (await other.call_tool("leads.create", lead)).is_error
+
+
+async def test_a_legacy_subscription_through_the_bridge_hears_another_clients_lead(
+    live: LiveServer, keys: dict[str, str], tmp_path: Path
+) -> None:
+    seen: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            seen.append(str(message.params.uri))
+
+    params = _params(live, _desktop(tmp_path), {"FORECOURT_MCP_TOKEN": keys["crm"]})
+    async with Client(params, mode="legacy", message_handler=on_message) as client:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            await client.subscribe_resource(LEADS)
+        await _create_lead(live, keys["crm"])
+        await wait_for(lambda: LEADS in seen, 10.0)
+
+
+async def test_a_listen_stream_through_the_bridge_hears_another_clients_lead(
+    live: LiveServer, keys: dict[str, str], tmp_path: Path
+) -> None:
+    params = _params(live, _desktop(tmp_path), {"FORECOURT_MCP_TOKEN": keys["crm"]})
+    async with Client(params, mode="auto") as client:
+        assert client.protocol_version == "2026-07-28"
+        async with client.listen(resource_subscriptions=[LEADS]) as sub:
+            assert sub.honored.resource_subscriptions == [LEADS]
+            await _create_lead(live, keys["crm"])
+            with anyio.fail_after(10):
+                async for event in sub:
+                    assert str(event.uri) == LEADS  # type: ignore[union-attr]
+                    break
