@@ -33,7 +33,8 @@ from forecourt.contract import Principal
 from forecourt.domain.timeutil import parse_rfc3339
 from forecourt.errors import CompanyNotFound, Forbidden, InvalidParams, NotFound
 from forecourt.store import console as queries
-from forecourt.store.base import AuditRecord
+from forecourt.store import console_pages
+from forecourt.store.console_pages import CallFact
 
 if TYPE_CHECKING:
     from forecourt.gateway.pipeline import Gateway
@@ -121,7 +122,7 @@ def _percentile(values: list[float], q: float) -> float:
     return round(ordered[index], 2)
 
 
-def _latency(groups: Mapping[str, list[AuditRecord]]) -> list[dict[str, Any]]:
+def _latency(groups: Mapping[str, list[CallFact]]) -> list[dict[str, Any]]:
     rows = []
     for key, records in sorted(groups.items()):
         durations = [r.duration_ms for r in records]
@@ -242,7 +243,7 @@ class ConsoleViews:
         company_id = str(payload["company_id"])
         minutes = int(payload.get("minutes", 60))
         since = ctx.now - timedelta(minutes=minutes)
-        records = await queries.audit_search(ctx.store, queries.AuditFilter([company_id], since=since), limit=5000)
+        records = await console_pages.call_facts(ctx.store, company_id, since, limit=5000)
         per_minute = [0] * minutes
         errors_per_minute = [0] * minutes
         for r in records:
@@ -250,8 +251,8 @@ class ConsoleViews:
             if 0 <= slot < minutes:
                 per_minute[slot] += 1
                 errors_per_minute[slot] += r.result_class == "error"
-        by_surface: dict[str, list[AuditRecord]] = defaultdict(list)
-        by_adapter: dict[str, list[AuditRecord]] = defaultdict(list)
+        by_surface: dict[str, list[CallFact]] = defaultdict(list)
+        by_adapter: dict[str, list[CallFact]] = defaultdict(list)
         for r in records:
             by_surface[r.surface].append(r)
             action = self.catalogue.get(r.action)
@@ -259,8 +260,8 @@ class ConsoleViews:
         callers = Counter(r.member_id or "anonymous" for r in records)
         denials = Counter(r.error_code or "denied" for r in records if r.result_class == "denied")
         rate_limited = sum(1 for r in records if r.error_code == "rate_limited")
-        dealerships = [d.id for d in await company_dealerships(ctx.store, ctx, company_id)]
-        deliveries = await queries.delivery_counts(ctx.store, dealerships) if dealerships else {}
+        granted = None if is_operator(ctx) else list(ctx.principal.dealership_ids)
+        deliveries = await console_pages.delivery_counts(ctx.store, company_id, granted)
         total = len(records)
         errors = sum(1 for r in records if r.result_class == "error")
         return {

@@ -1,7 +1,8 @@
 """Pages of the console's tables: search, filters, sort and bounded paging, in SQL (never a whole table).
 
 Each read answers one page (at most :data:`MAX_LIMIT` rows, starting at most :data:`MAX_OFFSET` rows in), whether
-another page follows, and how many rows match, counted up to :data:`COUNT_CAP` ("10,000+" beyond). Sort keys are
+another page follows, and how many rows match, counted up to :data:`COUNT_CAP` ("10,000+" beyond; a search's up to
+:data:`SEARCH_COUNT_CAP`). Sort keys are
 a fixed list per table; a search is a case-insensitive substring of a few columns. Like ``store/console.py``
 this is store code: the console's actions call it, surfaces never do.
 """
@@ -22,6 +23,8 @@ from forecourt.store.sql.tables import api_keys, audit_records, customers, deale
 MAX_LIMIT = 100
 MAX_OFFSET = 10_000
 COUNT_CAP = 10_000
+SEARCH_COUNT_CAP = 1_000
+"""A search's matches are counted up to here ("1,000+"): the count stops scanning once it has them."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,11 @@ class Table:
     filters: Mapping[str, Any]
     predicates: Mapping[str, Any] = field(default_factory=dict)
     """Filters that are not an equality: name → a function of the value that answers a clause."""
+    search_clause: Any = None
+    """``(pattern, dialect, company_id) -> clause`` where the search is not an OR over ``search`` columns."""
+    narrow: Any = None
+    """A FROM of the main table alone: without a search, a page's keys are read from it (no join to sort), then
+    its rows from ``source`` by key (a page of 100,000 leads sorts the leads alone, then joins 25 customers)."""
 
 
 def _conn(uow: UnitOfWork) -> Any:
@@ -71,8 +79,16 @@ def _conn(uow: UnitOfWork) -> Any:
 
 
 def _like(q: str) -> str:
-    escaped = q.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    escaped = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
+
+
+def _contains(column: Any, pattern: str, dialect: str) -> Any:
+    """Case-insensitive ``LIKE``: SQLite's ``LIKE`` already is (for ASCII; no ``lower()`` on every row), PostgreSQL
+    has ``ILIKE``."""
+    if dialect == "sqlite":
+        return column.like(pattern, escape="\\")
+    return column.ilike(pattern, escape="\\")
 
 
 def _c(table: Any, *names: str) -> list[Any]:
@@ -128,11 +144,26 @@ TABLES: dict[str, Table] = {
     ),
     "leads": Table(
         source=leads.outerjoin(customers, _CU.id == _L.customer_id),
+        narrow=leads,
         columns=_c(leads, "id", "dealership_id", "status", "source", "source_agent", "vehicle_of_interest")
         + _c(leads, "message", "customer_id", "created_at")
         + [_CU.first_name, _CU.last_name, _CU.email, _CU.phone],
         scope=_L.dealership_id,
-        search=(_L.id, _CU.first_name, _CU.last_name, _CU.email_l, _CU.phone),
+        search=(_L.id,),
+        search_clause=lambda pattern, dialect, company_id: sa.or_(
+            _contains(_L.id, pattern, dialect),
+            _L.customer_id.in_(
+                sa.select(_CU.id).where(
+                    _CU.dealership_id.in_(company_rooftops(company_id)),
+                    sa.or_(
+                        *(
+                            _contains(c, pattern, dialect)
+                            for c in (_CU.first_name, _CU.last_name, _CU.email_l, _CU.phone)
+                        )
+                    ),
+                )
+            ),
+        ),
         sorts={"created_at": _L.created_at, "status": _L.status, "dealership_id": _L.dealership_id},
         default_sort="created_at",
         default_desc=True,
@@ -196,27 +227,40 @@ async def read_page(
             where.append(t.filters[key] == value)
         elif key in t.predicates:
             where.append(t.predicates[key](value))
-    if request.q:
-        pattern = _like(request.q)
-        where.append(sa.or_(*(sa.func.lower(c).like(pattern, escape="\\") for c in t.search)))
-    chosen = request.sort is not None and request.sort in t.sorts
-    sort_key = request.sort if chosen and request.sort is not None else t.default_sort
-    desc = request.desc if chosen else t.default_desc
-    column = t.sorts[sort_key]
-    order = [column.desc() if desc else column.asc(), t.tiebreak.desc() if desc else t.tiebreak.asc()]
     limit = max(1, min(MAX_LIMIT, request.limit))
     offset = max(0, min(MAX_OFFSET, request.offset))
-    stmt = sa.select(*t.columns).select_from(t.source).where(*where).order_by(*order).offset(offset).limit(limit + 1)
-    counted = sa.select(sa.literal(1)).select_from(t.source).where(*where).limit(COUNT_CAP + 1).subquery()
     async with store.read() as uow:
         conn = _conn(uow)
-        rows = [dict(r) for r in (await conn.execute(stmt)).mappings().all()]
+        if request.q:
+            pattern, dialect = _like(request.q), conn.dialect.name
+            if t.search_clause is not None:
+                where.append(t.search_clause(pattern, dialect, company_id))
+            else:
+                where.append(sa.or_(*(_contains(c, pattern, dialect) for c in t.search)))
+        chosen = request.sort is not None and request.sort in t.sorts
+        sort_key = request.sort if chosen and request.sort is not None else t.default_sort
+        desc = request.desc if chosen else t.default_desc
+        column = t.sorts[sort_key]
+        order = [column.desc() if desc else column.asc(), t.tiebreak.desc() if desc else t.tiebreak.asc()]
+        narrow_ok = not request.q or t.search_clause is not None
+        source = t.narrow if t.narrow is not None and narrow_ok else t.source
+        cap = SEARCH_COUNT_CAP if request.q else COUNT_CAP
+        counted = sa.select(sa.literal(1)).select_from(source).where(*where).limit(cap + 1).subquery()
         total = int((await conn.execute(sa.select(sa.func.count()).select_from(counted))).scalar_one())
+        if source is t.source:
+            stmt = sa.select(*t.columns).select_from(source).where(*where).order_by(*order)
+            rows = [dict(r) for r in (await conn.execute(stmt.offset(offset).limit(limit + 1))).mappings().all()]
+        else:
+            keys_stmt = sa.select(t.tiebreak).select_from(source).where(*where).order_by(*order)
+            keys = list((await conn.execute(keys_stmt.offset(offset).limit(limit + 1))).scalars().all())
+            stmt = sa.select(*t.columns).select_from(t.source).where(t.tiebreak.in_(keys))
+            by_key = {r[t.tiebreak.name]: dict(r) for r in (await conn.execute(stmt)).mappings().all()}
+            rows = [by_key[k] for k in keys if k in by_key]
     return PageOf(
         rows=[{k: _plain(v) for k, v in r.items()} for r in rows[:limit]],
         has_next=len(rows) > limit and offset + limit <= MAX_OFFSET,
-        total=min(total, COUNT_CAP),
-        total_capped=total > COUNT_CAP,
+        total=min(total, cap),
+        total_capped=total > cap,
     )
 
 
@@ -281,3 +325,41 @@ async def audit_page(store: Store, f: Any, *, offset: int, limit: int) -> tuple[
         rows = (await _conn(uow).execute(stmt)).mappings().all()
     records = [AuditRecord.model_validate(dict(r)).model_dump(mode="json") for r in rows[:limit]]
     return records, len(rows) > limit and offset + limit <= MAX_OFFSET
+
+
+@dataclass(frozen=True, slots=True)
+class CallFact:
+    """What the overview reads of one audit record (no arguments: nothing to parse or validate)."""
+
+    occurred_at: datetime
+    surface: str
+    action: str
+    member_id: str | None
+    result_class: str
+    error_code: str | None
+    duration_ms: float
+
+
+async def call_facts(store: Store, company_id: str, since: datetime, *, limit: int = 5_000) -> list[CallFact]:
+    """The newest audit records of ``company_id`` since ``since`` (at most ``limit``), as :class:`CallFact`."""
+    columns = (_AU.occurred_at, _AU.surface, _AU.action, _AU.member_id, _AU.result_class, _AU.error_code)
+    stmt = (
+        sa.select(*columns, _AU.duration_ms)
+        .where(_AU.company_id == company_id, _AU.occurred_at >= since)
+        .order_by(_AU.occurred_at.desc(), _AU.id)
+        .limit(limit)
+    )
+    async with store.read() as uow:
+        rows = (await _conn(uow).execute(stmt)).all()
+    return [CallFact(*row) for row in rows]
+
+
+async def delivery_counts(store: Store, company_id: str, granted: Sequence[str] | None) -> dict[str, int]:
+    """Deliveries by status of the company's rooftops (``granted``: only these), counted in SQL."""
+    where = [_DL.dealership_id.in_(company_rooftops(company_id))]
+    if granted is not None:
+        where.append(_DL.dealership_id.in_(list(granted)))
+    stmt = sa.select(_DL.status, sa.func.count()).where(*where).group_by(_DL.status)
+    async with store.read() as uow:
+        rows = (await _conn(uow).execute(stmt)).all()
+    return {str(status): int(n) for status, n in rows}

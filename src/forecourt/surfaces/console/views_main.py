@@ -11,13 +11,14 @@ from urllib.parse import urlencode
 import orjson
 from starlette.responses import Response
 
+from forecourt import caching
 from forecourt.actions.console_views import estimate_tokens
 from forecourt.domain.tenancy import Member
 from forecourt.errors import Forbidden, InvalidParams
 from forecourt.surfaces.console.charts import bars
 from forecourt.surfaces.console.core import SECURITY_HEADERS, Page, ToolsFor
 from forecourt.surfaces.console.tables import listing
-from forecourt.surfaces.mcp.tokens import measure, tool_json
+from forecourt.surfaces.mcp.tokens import count_tokens, list_json, tool_json
 
 AUDIT_FIELDS = ("since", "until", "member_id", "action", "surface", "outcome", "dealership_id", "trace_id")
 EXPORT_COLUMNS = (
@@ -36,6 +37,13 @@ EXPORT_COLUMNS = (
     "args_digest",
     "args_redacted",
 )
+
+
+@caching.memo("console.tool_tokens", 4096)
+def _tokens(text: str) -> int:
+    """``cl100k_base`` tokens of a tool's (or a tool list's) JSON, by its text: the Tools page counts a member's
+    tools once, not on every view (the whole list in two encodings took most of the page's 0.5 s)."""
+    return count_tokens(text, "cl100k_base")
 
 
 async def _overview_data(page: Page) -> dict[str, Any]:
@@ -113,12 +121,12 @@ async def _as_listed(tools_for: ToolsFor, listing: dict[str, Any]) -> dict[str, 
     """The member's tools exactly as ``tools/list`` shows them (toolset, policy, names, lean schemas), measured
     with a real tokenizer where one is installed (the ``dev`` extra), else estimated."""
     tools = await tools_for(Member.model_validate(listing["member"]))
+    texts = [json.dumps(tool_json(t), separators=(",", ":"), ensure_ascii=False) for t in tools]
     try:
-        measured = measure(tools)
-        counts = [t["tokens"]["cl100k_base"] for t in measured["per_tool"]]
-        total, tokenizer = measured["tokens"]["cl100k_base"], "cl100k_base"
+        counts = [_tokens(text) for text in texts]
+        total, tokenizer = _tokens(list_json(tools)), "cl100k_base"
     except RuntimeError:  # no tokenizer installed: 4 characters a token
-        counts = [estimate_tokens(json.dumps(tool_json(t), separators=(",", ":"))) for t in tools]
+        counts = [estimate_tokens(text) for text in texts]
         total, tokenizer = sum(counts), "estimate: 4 characters per token"
     rows = [
         {
