@@ -183,3 +183,18 @@ async def test_a_reply_a_waiting_workflow_task_cannot_take_keeps_it_input_requir
     done = await _rpc(rig, "SendMessage", _send([{"data": {"data": {"outcome": "contacted"}}}], task["id"]))
     assert done["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert await _run_status(rig, run_id) == "completed"
+
+
+async def test_canceling_a_waiting_workflow_task_cancels_its_run(rig: Rig) -> None:
+    task = await _start_workflow(rig)
+    run_id = task["status"]["message"]["parts"][0]["data"]["run_id"]
+    canceled = await _rpc(rig, "CancelTask", {"id": task["id"]})
+    assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+    assert await _run_status(rig, run_id) == "canceled"
+    # The run's user task can no longer be completed, through the task or directly.
+    late = await rig.client.post(
+        "/mcp/workflow.complete_task",
+        json={"payload": {"dealership_id": TOYOTA, "run_id": run_id, "task_id": "x", "data": {"outcome": "contacted"}}},
+        headers=_auth(rig),
+    )
+    assert late.json()["status"]["error"]["code"] == "workflow.task_not_waiting"

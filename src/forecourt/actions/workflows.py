@@ -27,7 +27,7 @@ DEALERSHIP_ID: dict[str, Any] = {
     "maxLength": 128,
     "description": "The dealership (rooftop) to act on; optional when the credential is bound to exactly one.",
 }
-STATUS: dict[str, Any] = {"enum": ["running", "input_required", "completed", "failed"]}
+STATUS: dict[str, Any] = {"enum": ["running", "input_required", "completed", "failed", "canceled"]}
 RUN_OUTPUT: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -149,6 +149,18 @@ WORKFLOW_ACTIONS: tuple[Action, ...] = (
         example={"run_id": "run_0001"},
     ),
     _action(
+        "workflow.cancel",
+        "Cancel a workflow run",
+        (
+            "Stop a run that has not ended (`running` or `input_required`): it becomes `canceled` and its waiting "
+            "user tasks can no longer be completed. A run that already ended is returned unchanged. Use it when a "
+            "process is no longer wanted, e.g. the lead was lost."
+        ),
+        _schema({"run_id": RUN_ID}, ["run_id"]),
+        write=True,
+        example={"run_id": "run_0001"},
+    ),
+    _action(
         "workflow.list_runs",
         "List workflow runs",
         (
@@ -201,6 +213,7 @@ def register_workflows(catalogue: Catalogue) -> WorkflowRunner:
         "workflow.get": runner.get,
         "workflow.complete_task": runner.complete_task,
         "workflow.resume": runner.resume,
+        "workflow.cancel": runner.cancel,
         "workflow.list_runs": runner.list_runs,
     }
     for action in WORKFLOW_ACTIONS:

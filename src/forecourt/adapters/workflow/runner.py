@@ -43,7 +43,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_LEASE_S = 60.0
 MAX_LOG_ENTRIES = 500
 # A workflow must not start or drive workflows: that would nest bulkheads and leases without bound.
-FORBIDDEN_OPERATORS = frozenset({"workflow.run", "workflow.complete_task", "workflow.resume"})
+FORBIDDEN_OPERATORS = frozenset({"workflow.run", "workflow.complete_task", "workflow.resume", "workflow.cancel"})
+ENDED = frozenset({"completed", "failed", "canceled"})
+"""A run in one of these statuses never changes again."""
 
 
 @dataclass
@@ -151,6 +153,25 @@ class WorkflowRunner:
             await self._advance(active)
         else:
             await self._finish(active)
+        return run_view(record, workflow)
+
+    async def cancel(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> dict[str, Any]:
+        """``workflow.cancel``: stop a run that has not ended; its waiting user tasks are no longer answerable.
+
+        A run that already ended is returned unchanged, so canceling is safe to repeat. A replica advancing the run
+        meanwhile meets a newer revision at its next checkpoint and stops (``workflow.run_conflict``).
+        """
+        record = await self._load(str(payload["run_id"]), ctx)
+        workflow = engine.loads(record.state, _now_fn(ctx))
+        if record.status in ENDED:
+            return run_view(record, workflow)
+        active = _Active(record, workflow, ctx)
+        record.status = "canceled"
+        record.lease_owner = None
+        record.lease_expires_at = None
+        record.updated_at = ctx.now
+        self._log(active, "run.canceled", by=ctx.principal.member_id)
+        await self._repo(ctx).save_run(record)
         return run_view(record, workflow)
 
     async def resume(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from typing import Any
 from a2a.helpers import get_data_parts, new_data_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.cluster import VersionedTaskStore
+from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
@@ -429,6 +430,35 @@ class GatewayTaskExecutor(AgentExecutor):
 
     def _poll_s(self) -> float:
         return self.job_poll_s if self.job_poll_s is not None else JOB_POLL_S
+
+    async def cancel_run(self, task: Task, call_context: ServerCallContext) -> None:
+        """After ``CancelTask``: cancel the task's workflow run, if it has one (``workflow.cancel``, as the caller).
+
+        Called by the request handler for every canceled task, whichever replica ran it (the SDK calls
+        :meth:`cancel` only on the replica that holds the task). A run that already ended stays as it is.
+        """
+        run = _artifact(task, "run")
+        principal = call_context.state.get("principal")
+        if not run or not run.get("run_id") or not isinstance(principal, Principal):
+            return
+        payload = {"run_id": str(run["run_id"])}
+        if run.get("dealership_id"):
+            payload["dealership_id"] = str(run["dealership_id"])
+        headers = call_context.state.get("headers") or {}
+        try:
+            await self.gateway.invoke(
+                Invocation(
+                    action="workflow.cancel",
+                    payload=payload,
+                    principal=principal,
+                    surface="a2a",
+                    request_id=task.id,
+                    traceparent=headers.get("traceparent"),
+                    session_id=task.context_id,
+                )
+            )
+        except ForecourtError as exc:
+            logger.info("workflow run cancel refused: %s", exc.code)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Cancel the task; a model job is canceled upstream through the action's ``….cancel`` sibling."""

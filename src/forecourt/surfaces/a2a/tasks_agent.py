@@ -31,7 +31,7 @@ from a2a.server.events import Event
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import DatabasePushNotificationConfigStore
-from a2a.types import Message, SendMessageRequest, Task
+from a2a.types import CancelTaskRequest, Message, SendMessageRequest, Task
 from sqlalchemy.exc import SAWarning
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -84,7 +84,8 @@ class MemberContextBuilder(DefaultServerCallContextBuilder):
 
 
 class GatewayRequestHandler(DefaultRequestHandler):
-    """The SDK's handler; a follow-up message that names only its ``taskId`` continues the task in the task's context.
+    """The SDK's handler; a follow-up message that names only its ``taskId`` continues the task in the task's context,
+    and canceling a workflow task cancels its run.
 
     The SDK builds a message's request context before it reads the task, so a ``taskId`` without ``contextId`` gets
     a fresh context id; on the replica that ran the task the live task object hides that, but on any other replica
@@ -99,6 +100,13 @@ class GatewayRequestHandler(DefaultRequestHandler):
             found = getattr(stored, "task", stored)  # a versioned store answers (task, version)
             if isinstance(found, Task) and found.context_id:
                 message.context_id = found.context_id
+
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
+        """``CancelTask``; a workflow task's run is canceled with it, whichever replica ran the task."""
+        task: Task | None = await super().on_cancel_task(params, context)
+        if task is not None and isinstance(self.agent_executor, GatewayTaskExecutor):
+            await self.agent_executor.cancel_run(task, context)
+        return task
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
         """``SendMessage``, with the task's own context when the message names only the task."""
