@@ -44,7 +44,11 @@ async def test_aged_inventory_puts_every_vehicle_on_sale_in_one_age_band(harness
         ),
     )
     assert sum(r["vehicles"] for r in out["rows"]) == on_sale
-    assert all(isinstance(r["avg_price_minor"], float) for r in out["rows"])
+    prices = [r["avg_price_minor"] for r in out["rows"]]
+    assert prices
+    assert all(set(p) == {"amount_minor", "currency"} for p in prices)
+    assert all(type(p["amount_minor"]) is int and p["currency"] == "USD" for p in prices)
+    assert {"name": "avg_price_minor", "type": "money", "currency": "USD"} in out["columns"]
 
 
 async def test_aged_inventory_takes_an_enumerated_condition_parameter(harness: Harness) -> None:
@@ -73,7 +77,8 @@ async def test_service_lane_load_counts_service_appointments_per_local_day(harne
 async def test_repair_orders_per_day_sums_totals_in_minor_units(harness: Harness) -> None:
     out = await harness.call("db.query", {"query_id": "repair_orders_per_day"}, dealership_id=HONDA)
     assert out["rows"]
-    assert all(isinstance(r["total_minor"], int) for r in out["rows"])
+    assert all(type(r["total_minor"]["amount_minor"]) is int for r in out["rows"])
+    assert all(r["total_minor"]["currency"] == "USD" for r in out["rows"])
 
 
 async def test_another_dealerships_rows_never_appear(harness: Harness) -> None:

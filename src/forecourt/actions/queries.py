@@ -46,11 +46,23 @@ DB_QUERY_OUTPUT: dict[str, Any] = {
             "type": "array",
             "items": {
                 "type": "object",
-                "properties": {"name": {"type": "string"}, "type": {"type": "string"}},
+                "properties": {
+                    "name": {"type": "string"},
+                    "type": {"type": "string"},
+                    "currency": {
+                        "type": "string",
+                        "pattern": "^[A-Z]{3}$",
+                        "description": "Money columns only: the ISO 4217 currency of their cells.",
+                    },
+                },
                 "required": ["name", "type"],
             },
         },
-        "rows": {"type": "array", "items": {"type": "object"}},
+        "rows": {
+            "type": "array",
+            "items": {"type": "object"},
+            "description": "One object per row; a money cell is {amount_minor (integer), currency}.",
+        },
         "row_count": {"type": "integer", "minimum": 0},
         "truncated": {"type": "boolean"},
         "params": {"type": "object"},

@@ -15,7 +15,7 @@ from forecourt import caching
 from forecourt.domain.deals import TradeValuation
 from forecourt.domain.events import ChangeEvent
 from forecourt.domain.measure import Measure
-from forecourt.domain.money import Money
+from forecourt.domain.money import Money, in_minor_units
 from forecourt.domain.people import ConsentGrant, ConsentStatus, Customer, Lead
 from forecourt.domain.service import Appointment, RepairOrder
 from forecourt.domain.tenancy import DayHours, Dealership
@@ -202,8 +202,8 @@ def lead_repr(lead: Lead) -> dict[str, Any]:
         "status": lead.status.value,
         "customer_id": lead.customer_id,
         "vehicle_id": lead.vehicle_id,
-        "vehicle_of_interest": dict(lead.vehicle_of_interest),
-        "trade_in": dict(lead.trade_in) if lead.trade_in is not None else None,
+        "vehicle_of_interest": in_minor_units(lead.vehicle_of_interest),
+        "trade_in": in_minor_units(lead.trade_in) if lead.trade_in is not None else None,
         "message": lead.message,
         "source": lead.source,
         "source_agent": lead.source_agent,

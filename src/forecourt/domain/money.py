@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+import re
+from collections.abc import Mapping
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # ISO 4217 minor-unit exponents for the currencies dealers price in; everything else defaults to 2.
 _EXPONENTS: dict[str, int] = {"JPY": 0, "KRW": 0, "CLP": 0, "ISK": 0, "BHD": 3, "KWD": 3, "OMR": 3, "JOD": 3}
+
+
+_CURRENCY = re.compile(r"[A-Z]{3}")
 
 
 def currency_exponent(currency: str) -> int:
@@ -74,3 +79,34 @@ class Money(BaseModel):
         if other.currency != self.currency:
             raise ValueError("cannot add different currencies")
         return Money(amount_minor=self.amount_minor + other.amount_minor, currency=self.currency)
+
+
+def in_minor_units(data: Mapping[str, Any], default_currency: str = "USD") -> dict[str, Any]:
+    """``data`` with every AAP money object in it (``{amount: <major units>, currency?}``) as ``{amount_minor,
+    currency}``, at any depth.
+
+    Free-form records kept as a buyer agent sent them (a lead's vehicle of interest and trade-in, in AAP's major
+    units) are shown in the AutomotiveMCP form. A missing currency is ``default_currency``; more decimals than the
+    currency has are rounded half to even (a stored record is shown, never refused).
+    """
+    return {key: _minor_units(value, default_currency) for key, value in data.items()}
+
+
+def _minor_units(value: Any, default_currency: str) -> Any:
+    if isinstance(value, Mapping):
+        amount = value.get("amount")
+        if "amount_minor" not in value and isinstance(amount, int | float | str) and not isinstance(amount, bool):
+            currency = value.get("currency")
+            code = currency if isinstance(currency, str) and _CURRENCY.fullmatch(currency) else default_currency
+            try:
+                major = Decimal(repr(amount)) if isinstance(amount, float) else Decimal(amount)
+            except InvalidOperation:
+                return dict(value)
+            if not major.is_finite():
+                return dict(value)
+            minor = major.scaleb(currency_exponent(code)).quantize(Decimal(1), rounding=ROUND_HALF_EVEN)
+            return {"amount_minor": int(minor), "currency": code}
+        return in_minor_units(value, default_currency)
+    if isinstance(value, list):
+        return [_minor_units(item, default_currency) for item in value]
+    return value

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import date, datetime
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from forecourt.contract import AdapterResult, ExecutionContext
@@ -21,13 +21,24 @@ ADAPTER_ID = "named-queries"
 Handler = Callable[[Mapping[str, Any], ExecutionContext], Awaitable[AdapterResult]]
 
 
-def _plain(value: Any, kind: str) -> Any:
+def _plain(value: Any, kind: str, currency: str) -> Any:
+    if kind == "money":
+        return _money(value, currency)
     if isinstance(value, Decimal):
-        # PostgreSQL sums integers into NUMERIC; money and counts stay integers on the wire.
-        return int(value) if kind in ("integer", "money") and value == value.to_integral_value() else float(value)
+        # PostgreSQL sums integers into NUMERIC; counts stay integers on the wire.
+        return int(value) if kind == "integer" and value == value.to_integral_value() else float(value)
     if isinstance(value, datetime | date):
         return value.isoformat()
     return value
+
+
+def _money(value: Any, currency: str) -> dict[str, Any] | None:
+    """A money cell as ``{amount_minor, currency}`` (seed 002 §3.7): an average is rounded to a whole minor unit
+    (half to even), never a float; the currency is the dealership's, the one its prices are kept in."""
+    if value is None or isinstance(value, bool):
+        return None
+    exact = value if isinstance(value, Decimal) else Decimal(str(value))
+    return {"amount_minor": int(exact.quantize(Decimal(1), rounding=ROUND_HALF_EVEN)), "currency": currency}
 
 
 class NamedQueryAdapter:
@@ -73,10 +84,12 @@ class NamedQueryAdapter:
             )
         rows = compiled.rows
         truncated = len(rows) > compiled.limit
-        items = [{k: _plain(v, compiled.kinds.get(k, "")) for k, v in r.items()} for r in rows[: compiled.limit]]
+        kinds, currency = compiled.kinds, dealership.currency
+        items = [{k: _plain(v, kinds.get(k, ""), currency) for k, v in r.items()} for r in rows[: compiled.limit]]
+        columns = [{**c, "currency": currency} if c.get("type") == "money" else c for c in compiled.columns]
         output = {
             "query_id": query.id,
-            "columns": compiled.columns,
+            "columns": columns,
             "rows": items,
             "row_count": len(items),
             "truncated": truncated,

@@ -379,7 +379,8 @@ def _aggregate(ctx: _Ctx, agg: Aggregate) -> tuple[Any, str]:
         raise InvalidQuery(details={"path": "/aggregates", "rule": "number_required", "column": agg.column})
     expr = _age_days(ctx, column) if spec.kind == "age" else column
     func: Any = getattr(sa.func, agg.fn)  # sum | avg | min | max, checked by the Literal type
-    kind = "number" if agg.fn == "avg" or spec.kind == "age" else spec.kind
+    # An average of money is money (rounded to a minor unit when it is written out), not a bare number.
+    kind = "number" if (agg.fn == "avg" and spec.kind != "money") or spec.kind == "age" else spec.kind
     return func(expr), kind
 
 
