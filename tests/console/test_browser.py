@@ -23,7 +23,7 @@ import uvicorn
 
 from console.conftest import OPERATOR_KEY
 from forecourt.bootstrap import create_app
-from gateway.support import TOYOTA, Template, base_settings
+from gateway.support import BAY, MOTOR, TOYOTA, Template, base_settings
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -186,10 +186,14 @@ def test_console_in_a_real_browser(browser: Any, server: tuple[str, dict[str, st
     _shot(d, "overview")
 
     d.get(f"{base}/console/tenants")
+    assert not d.find_element(By.ID, "d_id").is_displayed()  # forms open on demand
+    d.find_element(By.CSS_SELECTOR, "#add-rooftop > summary").click()
     d.find_element(By.ID, "d_id").send_keys("demo-browser-rooftop")
     d.find_element(By.ID, "d_name").send_keys("Browser Motors")
     d.find_element(By.ID, "d_name").submit()
     _until(d, ".flash", "Rooftop demo-browser-rooftop saved.")
+    d.find_element(By.CSS_SELECTOR, "#create-key > summary").click()
+    d.find_element(By.ID, "k_member").send_keys("crm-agent")
     d.find_element(By.ID, "k_name").send_keys("browser key")
     d.find_element(By.ID, "k_name").submit()
     _until(d, "h1", "Key created")
@@ -226,6 +230,8 @@ def test_console_in_a_real_browser(browser: Any, server: tuple[str, dict[str, st
     assert "tokens" in d.find_element(By.TAG_NAME, "main").text
     _shot(d, "tools")
     d.get(f"{base}/console/inventory")
+    d.find_element(By.CSS_SELECTOR, f"a[href$='/inventory/{TOYOTA}/upload']").click()
+    _until(d, "h1", "Upload a feed to")
     feed = SHOTS.parent.parent / "tests" / "fixtures" / "feeds" / "bad_rows.csv"
     upload = d.find_element(By.CSS_SELECTOR, "form[data-upload]")
     upload.find_element(By.CSS_SELECTOR, "input[type=file]").send_keys(str(feed.resolve()))
@@ -239,3 +245,138 @@ def test_console_in_a_real_browser(browser: Any, server: tuple[str, dict[str, st
     d.set_window_size(820, 1100)  # tablet width
     d.get(f"{base}/console/inventory")
     _shot(d, "inventory-tablet")
+
+
+def _seed_group(base: str, key: str, rooftops: int) -> None:
+    """More rooftops than a page holds (through the admin API, as an IT team would script it)."""
+
+    async def run() -> None:
+        async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {key}"}) as http:
+            for n in range(rooftops):
+                body = {"name": f"Group Rooftop {n:03d}", "timezone": "America/Chicago"}
+                put = await http.put(f"/admin/v1/companies/{MOTOR}/dealerships/grp-{n:03d}", json=body)
+                assert put.status_code < 300, put.text
+
+    asyncio.run(run())
+
+
+def _hold_a_call(base: str, keys: dict[str, str]) -> str:
+    """A policy that holds ``leads.update`` to lost, and an agent's call held by it; answers the lead id."""
+
+    async def run() -> str:
+        admin = {"Authorization": f"Bearer {keys['admin']}"}
+        crm = {"Authorization": f"Bearer {keys['crm']}"}
+        async with httpx.AsyncClient(base_url=base) as http:
+            rule = {"action": "leads.update", "field": "status", "op": "eq", "value": "lost"}
+            url = f"/admin/v1/companies/{MOTOR}/policies/{MOTOR}-default"
+            await http.put(url, json={"require_approval": [rule]}, headers=admin)
+            listed = await http.post(
+                "/mcp/leads.list", json={"id": "1", "payload": {"dealership_id": TOYOTA, "limit": 5}}, headers=crm
+            )
+            items = listed.json()["result"]["output"]["items"]
+            lead_id: str = next(i["id"] for i in items if i["status"] in ("new", "contacted"))
+            body = {"dealership_id": TOYOTA, "lead_id": lead_id, "status": "lost"}
+            held = await http.post("/mcp/leads.update", json={"id": "2", "payload": body}, headers=crm)
+            assert "approval.pending" in held.text, held.text
+            return lead_id
+
+    return asyncio.run(run())
+
+
+def test_the_console_at_group_size_in_a_real_browser(browser: Any, server: tuple[str, dict[str, str]]) -> None:
+    """Tables paged and searched on the server, the company picker, a refused form keeping its input, approvals
+    that show what they approve, and the try-a-tool panel: in Chromium, with screenshots for docs/console.md."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    base, keys = server
+    _seed_group(base, keys["admin"], 40)
+    lead_id = _hold_a_call(base, keys)
+    d = browser
+    d.set_window_size(1280, 900)
+    d.get(f"{base}/console/signin")
+    d.find_element(By.ID, "api_key").send_keys(OPERATOR_KEY)
+    d.find_element(By.ID, "api_key").submit()
+    _until(d, "h1", "Overview")
+
+    # The company picker lists the companies; an unknown id (a crafted post) is refused with a message.
+    picker = Select(d.find_element(By.ID, "company_id"))
+    assert {o.get_attribute("value") for o in picker.options} >= {MOTOR, BAY}
+    picker.select_by_value(MOTOR)
+    d.find_element(By.CSS_SELECTOR, "form[action$='/company'] button").click()
+    _until(d, ".flash", f"Now viewing {MOTOR}")
+    d.execute_script(
+        "const s = document.getElementById('company_id'); const o = document.createElement('option');"
+        "o.value = 'no-such-group'; o.text = 'x'; s.add(o); s.value = 'no-such-group';"
+    )
+    d.find_element(By.CSS_SELECTOR, "form[action$='/company'] button").click()
+    _until(d, ".error", "There is no company 'no-such-group'")
+    _a11y(d)
+    _shot(d, "company-picker-refused")
+
+    # Rooftops: 25 a page, a search, a sort header and the pager.
+    d.get(f"{base}/console/tenants")
+    assert "1-25 of 42" in d.find_element(By.CSS_SELECTOR, "nav[aria-label='Rooftops pages']").text
+    d.find_element(By.ID, "s-r_q").send_keys("Group Rooftop 03")
+    d.find_element(By.ID, "s-r_q").submit()
+    _until(d, "nav[aria-label='Rooftops pages']", "1-10 of 10")
+    d.find_element(By.LINK_TEXT, "id").click()
+    _until(d, "nav[aria-label='Rooftops pages']", "1-10 of 10")
+    d.find_element(By.LINK_TEXT, "id ▲").click()
+    first = _until(d, "table tbody tr td code", "grp-039")
+    assert first.text == "grp-039"
+    _a11y(d)
+    _shot(d, "tenants-search")
+
+    # A refused form opens again with what was typed and the refusal as the page's own message.
+    d.get(f"{base}/console/tenants")
+    d.find_element(By.CSS_SELECTOR, "#add-member > summary").click()
+    d.find_element(By.ID, "m_id").send_keys("Not A Slug")
+    d.find_element(By.ID, "m_name").send_keys("Typed Name")
+    d.find_element(By.ID, "m_id").submit()
+    _until(d, ".error", "A member id is lower-case letters")
+    assert d.find_element(By.ID, "m_id").get_attribute("value") == "Not A Slug"
+    assert d.find_element(By.ID, "m_name").get_attribute("value") == "Typed Name"
+    assert d.find_element(By.ID, "m_id").is_displayed()
+    _shot(d, "form-kept-on-error")
+
+    # Leads: the company's, one page, filtered by status.
+    d.get(f"{base}/console/leads")
+    Select(d.find_element(By.ID, "s-status")).select_by_visible_text("new")
+    d.find_element(By.ID, "s-q").submit()
+    _until(d, "nav[aria-label='Leads pages']", "of")
+    statuses = {r.find_elements(By.TAG_NAME, "td")[5].text for r in d.find_elements(By.CSS_SELECTOR, "tbody tr")}
+    assert statuses == {"new"}
+    _a11y(d)
+    d.execute_script("window.scrollTo(0, 180)")
+    _shot(d, "leads")
+
+    # Approvals: the held call with its arguments, rooftop and the lead it touches.
+    d.get(f"{base}/console/approvals?status=pending")
+    row = _until(d, "table tbody tr", "leads.update")
+    assert TOYOTA in row.text
+    assert f"lead {lead_id}" in row.text
+    assert '"status": "lost"' in row.text
+    _a11y(d)
+    d.execute_script("arguments[0].scrollIntoView({block: 'center'})", row)
+    _shot(d, "approvals-held")
+
+    # Try a tool as a member: the answer and its audit record.
+    d.get(f"{base}/console/tools?member_id=crm-agent")
+    d.find_element(By.CSS_SELECTOR, "#try > summary").click()
+    d.find_element(By.ID, "try_tool").send_keys("inventory.search")
+    args = d.find_element(By.ID, "try_args")
+    args.clear()
+    args.send_keys(f'{{"dealership_id": "{TOYOTA}", "limit": 2}}')
+    d.find_element(By.CSS_SELECTOR, "form[action$='/tools/try'] button").click()
+    tried = _until(d, "#tried", "inventory.search as crm-agent: answered")
+    assert '"surface": "console"' in tried.text
+    _a11y(d)
+    d.execute_script("arguments[0].scrollIntoView()", tried)
+    _shot(d, "try-a-tool")
+
+    # Inventory: a page of rooftops, each rooftop's upload on its own page.
+    d.get(f"{base}/console/inventory")
+    assert len(d.find_elements(By.CSS_SELECTOR, "form[data-upload]")) == 0
+    assert "1-25 of 42" in d.find_element(By.CSS_SELECTOR, "nav[aria-label='Rooftops pages']").text
+    _shot(d, "inventory")
