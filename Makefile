@@ -47,8 +47,11 @@ helm:
 triton:
 	PYTHON=$(PYTHON) bash scripts/install-triton.sh
 
+# Both cores: tests own their ports, databases and Redis prefixes, so they run in parallel workers; a file's tests stay
+# on one worker (its module fixtures are built once). PYTEST_WORKERS=0 runs them in this process.
+PYTEST_WORKERS ?= 2
 pytest: install node-deps helm triton
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 test: lint types pytest
 
