@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from a2a.client.card_resolver import parse_agent_card
 from a2a.server.context import ServerCallContext
+from a2a.server.events import Event
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, PushNotificationConfigStore, TaskStore
-from a2a.types import CancelTaskRequest, Task
+from a2a.types import CancelTaskRequest, Message, SendMessageRequest, Task
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 from prometheus_client import Counter
 from starlette.requests import Request
@@ -46,6 +47,7 @@ from forecourt.surfaces.a2a.card import (
     build_manifest,
 )
 from forecourt.surfaces.a2a.direct import DirectSends
+from forecourt.surfaces.a2a.ended import refuse_if_ended, stored_task
 from forecourt.surfaces.a2a.errors import AapError, to_aap_error
 from forecourt.surfaces.a2a.executor import AapExecutor, Subscriber, recorded_error
 from forecourt.surfaces.a2a.http_cache import conditional, conditional_json
@@ -90,6 +92,22 @@ class DealerRequestHandler(DefaultRequestHandler):
         if await self.task_store.get(params.id, context) is None:
             raise TaskNotFoundError
         raise TaskNotCancelableError(message="A dealer agent's task cannot be canceled.")
+
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
+        """``SendMessage``; a message to an ended task is refused first (``surfaces/a2a/ended.py``)."""
+        if params.message.task_id:
+            refuse_if_ended(params, await stored_task(self.task_store, params.message.task_id, context))
+        answer: Task | Message = await super().on_message_send(params, context)
+        return answer
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        """``SendStreamingMessage``; a message to an ended task is refused first (``surfaces/a2a/ended.py``)."""
+        if params.message.task_id:
+            refuse_if_ended(params, await stored_task(self.task_store, params.message.task_id, context))
+        async for event in super().on_message_send_stream(params, context):
+            yield event
 
 
 def push_url_validator(settings: Settings) -> Callable[[str], Awaitable[bool]]:

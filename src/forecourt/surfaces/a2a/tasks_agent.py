@@ -46,6 +46,7 @@ from forecourt.outbound_urls import guarded_transport
 from forecourt.settings import Settings
 from forecourt.surfaces.a2a import binding_checks
 from forecourt.surfaces.a2a.app import push_url_validator
+from forecourt.surfaces.a2a.ended import refuse_if_ended, stored_task
 from forecourt.surfaces.a2a.http_cache import conditional_json
 from forecourt.surfaces.a2a.owners import OWNER, PRINCIPAL_SCOPE, principal_owner, task_owner
 from forecourt.surfaces.a2a.push import SignedPushSender
@@ -95,11 +96,12 @@ class GatewayRequestHandler(DefaultRequestHandler):
 
     async def _with_task_context(self, params: SendMessageRequest, context: ServerCallContext) -> None:
         message = params.message
-        if message.task_id and not message.context_id:
-            stored = await self.task_store.get(message.task_id, context)
-            found = getattr(stored, "task", stored)  # a versioned store answers (task, version)
-            if isinstance(found, Task) and found.context_id:
-                message.context_id = found.context_id
+        if not message.task_id:
+            return
+        found = await stored_task(self.task_store, message.task_id, context)
+        refuse_if_ended(params, found)  # before the SDK builds a turn for it (surfaces/a2a/ended.py)
+        if found is not None and found.context_id and not message.context_id:
+            message.context_id = found.context_id
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
         """``CancelTask``; a workflow task's run is canceled with it, whichever replica ran the task."""
