@@ -181,7 +181,8 @@ def test_the_cli_uploads_and_lists_definitions(template: Template, tmp_path: Pat
     }
     runner = CliRunner()
 
-    upload = runner.invoke(cli_app, ["workflows", "upload", str(file), "--company", MOTOR, "--id", "greeter"], env=env)
+    upload = runner.invoke(cli_app, ["workflows", "create", str(file), "--company", MOTOR, "--id", "greeter", "--json"],
+                           env=env)  # fmt: skip
     listing = runner.invoke(cli_app, ["workflows", "list", "--company", MOTOR, "--json"], env=env)
     bad = tmp_path / "bad.bpmn"
     bad.write_text("<nope", encoding="utf-8")

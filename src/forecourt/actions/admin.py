@@ -233,7 +233,7 @@ class AdminAdapter:
             member = principal.member
             if member is None or not member.is_admin or principal.company_id != company_id:
                 raise Forbidden("Only the company's administrators may do this.")
-        if context.action.side_effect and context.action.name != "admin.companies.upsert":
+        if context.action.name != "admin.companies.upsert":  # a company that does not exist is named, never empty
             await _require_company(context, company_id)
         output = await self._handlers[context.action.name](payload, context, company_id)
         if context.action.side_effect and self.on_change is not None:

@@ -13,7 +13,7 @@ from forecourt.cli.output import JsonOption, print_listing, print_record
 from forecourt.gateway.base import Invocation, Principal
 
 keys_app = typer.Typer(help="API keys (shown once at creation).", no_args_is_help=True)
-admin_app = typer.Typer(help="Companies, dealerships, members, policies and adapter settings.", no_args_is_help=True)
+admin_app = typer.Typer(help="Company admin: restore a company's admin access.", no_args_is_help=True)
 
 
 def _operator(company_id: str) -> Principal:
@@ -27,10 +27,6 @@ async def invoke_admin(settings: Any, action: str, payload: dict[str, Any]) -> A
             Invocation(action=action, payload=payload, surface="cli", principal=_operator(payload["company_id"]))
         )
         return outcome.output
-
-
-def _print(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2, sort_keys=True))
 
 
 def _load_json(path: Path) -> dict[str, Any]:
@@ -57,7 +53,10 @@ def keys_create(
     as_json: bool = typer.Option(False, "--json", help='Print {"key": ...} as JSON.'),
     config: Path | None = ConfigOption,
 ) -> None:
-    """Create an API key for a member; the key is printed once and never stored."""
+    """Create an API key for a member; the key is printed once and never stored.
+
+    Example: forecourt keys create --company demo-motor-group --member crm-agent --json
+    """
     settings = load_settings(config)
     payload: dict[str, Any] = {"company_id": company, "member_id": member, "name": name}
     if scope:
@@ -86,11 +85,20 @@ def keys_list(
     print_listing(out, as_json=as_json, columns=_KEY_COLUMNS, title="API keys")
 
 
-@keys_app.command("revoke")
-def keys_revoke(prefix: str, company: str = typer.Option(..., "--company"), config: Path | None = ConfigOption) -> None:
-    """Revoke a key by its prefix (effective at once on every replica)."""
+@keys_app.command("delete")
+def keys_delete(
+    prefix: str,
+    company: str = typer.Option(..., "--company"),
+    as_json: bool = JsonOption,
+    config: Path | None = ConfigOption,
+) -> None:
+    """Revoke a key by its prefix (effective at once on every replica; the record stays, revoked)."""
     settings = load_settings(config)
-    _print(run(lambda: invoke_admin(settings, "admin.keys.revoke", {"company_id": company, "prefix": prefix})))
+    out = run(lambda: invoke_admin(settings, "admin.keys.revoke", {"company_id": company, "prefix": prefix}))
+    print_record(out, as_json=as_json)
+
+
+keys_app.command("revoke", hidden=True)(keys_delete)
 
 
 _KEY_COLUMNS = ("prefix", "member_id", "name", "scopes", "dealership_ids", "expires_at", "revoked_at")
@@ -115,51 +123,90 @@ def _upsert_command(action: str, body_key: str, help_text: str) -> Any:
     def command(
         file: Path = typer.Argument(..., help="JSON file with the record."),
         company: str = typer.Option(..., "--company"),
+        as_json: bool = JsonOption,
         config: Path | None = ConfigOption,
     ) -> None:
         settings = load_settings(config)
         payload = {"company_id": company, body_key: _load_json(file)}
-        _print(run(lambda: invoke_admin(settings, action, payload)))
+        print_record(run(lambda: invoke_admin(settings, action, payload)), as_json=as_json)
 
     command.__doc__ = help_text
     return command
 
 
-admin_app.command("company")(_list_command("admin.companies.get", "Show the company."))
-admin_app.command("dealerships")(
-    _list_command("admin.dealerships.list", "List dealerships.", ("id", "name", "timezone", "domain", "public_agent"))
+# The company-scoped admin API from the command line. Records have one verb set (list, show, create, update,
+# delete): `forecourt policies ...` and `forecourt adapters ...` (below), `forecourt dealerships|members ...`
+# (cli/tenants.py). The older `forecourt admin <noun>` and `admin set-<noun>` spellings stay as hidden aliases.
+policies_app = typer.Typer(help="Company policies (which actions, runtimes and models; limits).", no_args_is_help=True)
+adapters_app = typer.Typer(help="A company's adapter settings (settings/adapters/{adapterId}).", no_args_is_help=True)
+
+_company_show = _list_command("admin.companies.get", "Show the company.")
+_dealerships_list = _list_command(
+    "admin.dealerships.list", "List dealerships.", ("id", "name", "timezone", "domain", "public_agent")
 )
-admin_app.command("members")(
-    _list_command("admin.members.list", "List members.", ("id", "name", "kind", "is_admin", "dealership_ids"))
+_members_list = _list_command(
+    "admin.members.list", "List members.", ("id", "name", "kind", "is_admin", "dealership_ids")
 )
-admin_app.command("policies")(
-    _list_command("admin.policies.list", "List policies.", ("id", "name", "allowed_actions", "denied_actions"))
+_policies_list = _list_command(
+    "admin.policies.list", "List the company's policies.", ("id", "name", "allowed_actions", "denied_actions")
 )
-admin_app.command("adapters")(_list_command("admin.adapters.list", "List adapter overrides.", ("adapter_id", "config")))
-admin_app.command("set-dealership")(
+_adapters_list = _list_command("admin.adapters.list", "List the company's adapter overrides.", ("adapter_id", "config"))
+_policy_update = _upsert_command("admin.policies.upsert", "policy", "Create or replace a policy from a JSON file.")
+
+policies_app.command("list")(_policies_list)
+policies_app.command("update")(_policy_update)
+adapters_app.command("list")(_adapters_list)
+
+admin_app.command("company", hidden=True)(_company_show)
+admin_app.command("dealerships", hidden=True)(_dealerships_list)
+admin_app.command("members", hidden=True)(_members_list)
+admin_app.command("policies", hidden=True)(_policies_list)
+admin_app.command("adapters", hidden=True)(_adapters_list)
+admin_app.command("set-dealership", hidden=True)(
     _upsert_command("admin.dealerships.upsert", "dealership", "Create/update a dealership.")
 )
-admin_app.command("set-member")(_upsert_command("admin.members.upsert", "member", "Create/update a member."))
-admin_app.command("set-policy")(_upsert_command("admin.policies.upsert", "policy", "Create/update a policy."))
+admin_app.command("set-member", hidden=True)(
+    _upsert_command("admin.members.upsert", "member", "Create/update a member.")
+)
+admin_app.command("set-policy", hidden=True)(_policy_update)
 
 
-@admin_app.command("set-adapter")
+@policies_app.command("delete")
+def policies_delete(
+    policy_id: str = typer.Argument(..., help="Policy id."),
+    company: str = typer.Option(..., "--company"),
+    as_json: bool = JsonOption,
+    config: Path | None = ConfigOption,
+) -> None:
+    """Delete a policy."""
+    settings = load_settings(config)
+    payload = {"company_id": company, "policy_id": policy_id}
+    print_record(run(lambda: invoke_admin(settings, "admin.policies.delete", payload)), as_json=as_json)
+
+
+@adapters_app.command("update")
 def set_adapter(
     adapter_id: str,
     file: Path = typer.Argument(..., help="JSON file with the override."),
     company: str = typer.Option(..., "--company"),
+    as_json: bool = JsonOption,
     config: Path | None = ConfigOption,
 ) -> None:
     """Set the company's override of an adapter (settings/adapters/{adapterId})."""
     settings = load_settings(config)
     payload = {"company_id": company, "adapter_id": adapter_id, "config": _load_json(file)}
-    _print(run(lambda: invoke_admin(settings, "admin.adapters.upsert", payload)))
+    print_record(run(lambda: invoke_admin(settings, "admin.adapters.upsert", payload)), as_json=as_json)
+
+
+admin_app.command("set-adapter", hidden=True)(set_adapter)
 
 
 @admin_app.command("restore-access")
 def restore_access(
-    company: str = typer.Option(..., "--company", help="Company id."), config: Path | None = ConfigOption
+    company: str = typer.Option(..., "--company", help="Company id."),
+    as_json: bool = JsonOption,
+    config: Path | None = ConfigOption,
 ) -> None:
     """Reopen a company's admin path: relax every policy that denies its admins the admin actions."""
     settings = load_settings(config)
-    _print(run(lambda: invoke_admin(settings, "admin.access.restore", {"company_id": company})))
+    print_record(run(lambda: invoke_admin(settings, "admin.access.restore", {"company_id": company})), as_json=as_json)

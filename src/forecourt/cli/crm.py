@@ -73,7 +73,7 @@ def http_endpoint(
     typer.echo(f"leads of {dealership} are posted to {url}")
 
 
-@mail_app.command("set")
+@mail_app.command("update")
 def mail_set(
     dealership: str = typer.Option(..., "--dealership", help="Dealership id."),
     to: list[str] = typer.Option(..., "--to", help="A CRM lead inbox (repeat for several)."),
@@ -101,6 +101,9 @@ def mail_set(
         print_json(route)
         return
     typer.echo(f"leads of {dealership} are e-mailed as ADF to {', '.join(route['recipients'])} via {host}:{port}")
+
+
+mail_app.command("set", hidden=True)(mail_set)
 
 
 @mail_app.command("show")

@@ -15,13 +15,15 @@ from forecourt.settings import Settings
 audit_app = typer.Typer(help="Audit records.", no_args_is_help=True)
 
 
-def load_demo_command(settings: Settings, *, vehicles: int, seed: int, bulk: bool, dealerships: int) -> None:
+def load_demo_command(
+    settings: Settings, *, vehicles: int, seed: int, bulk: bool, dealerships: int, as_json: bool = False
+) -> None:
     """Load the demo tenants, or a benchmark-sized inventory."""
     from forecourt.demo import generate_bulk, load_demo
     from forecourt.demo.progress import rich_progress
     from forecourt.store import open_store
 
-    async def body() -> str:
+    async def body() -> tuple[str, dict[str, Any]]:
         store = open_store(settings)
         try:
             if bulk:
@@ -29,24 +31,30 @@ def load_demo_command(settings: Settings, *, vehicles: int, seed: int, bulk: boo
                     report = await generate_bulk(
                         store, dealerships=dealerships, vehicles_per_dealership=vehicles, seed=seed, progress=progress
                     )
-                return f"{report.vehicles} vehicles across {report.dealerships} dealerships in {report.seconds:.1f}s"
+                data = {"vehicles": report.vehicles, "dealerships": report.dealerships, "seconds": report.seconds}
+                return (
+                    f"{report.vehicles} vehicles across {report.dealerships} dealerships in {report.seconds:.1f}s",
+                    data,
+                )
             demo = await load_demo(store, vehicles_per_dealership=vehicles, seed=seed)
-            return f"demo tenants loaded ({demo.changed} changes)\n" + await _console_key(settings, store)
+            url, key = await _console_key(settings, store)
+            text = f"demo tenants loaded ({demo.changed} changes)\nconsole: open {url} and sign in with the key {key}"
+            return text, {"changes": demo.changed, "console_url": url, "console_key": key}
         finally:
             await store.close()
 
-    typer.echo(run(body))
+    text, data = run(body)
+    typer.echo(json.dumps(data, indent=2) if as_json else text)
 
 
-async def _console_key(settings: Settings, store: Any) -> str:
-    """A fresh key of the demo company's administrator, to sign in to the console with."""
+async def _console_key(settings: Settings, store: Any) -> tuple[str, str]:
+    """The console's URL and a fresh key of the demo company's administrator, to sign in with."""
     from forecourt.gateway.auth.apikeys import ApiKeyService
     from forecourt.gateway.backends.memory import MemoryRevocationList
 
     keys = ApiKeyService.from_settings(settings, store, MemoryRevocationList())
     issued = await keys.create("demo-motor-group", "ops-admin", name="console sign-in (forecourt demo)")
-    url = settings.advertised_url + settings.console_prefix.rstrip("/") + "/"
-    return f"console: open {url} and sign in with the key {issued.key}"
+    return settings.advertised_url + settings.console_prefix.rstrip("/") + "/", issued.key
 
 
 @audit_app.command("export")
@@ -103,6 +111,7 @@ def audit_export(
 @audit_app.command("purge")
 def audit_purge(
     company: str = typer.Option(..., "--company", help="Company id."),
+    as_json: bool = typer.Option(False, "--json", help='Print {"purged": N} as JSON.'),
     config: Path | None = ConfigOption,
 ) -> None:
     """Delete audit records older than the company's retention policy allows."""
@@ -118,4 +127,8 @@ def audit_purge(
         finally:
             await store.close()
 
-    typer.echo(f"purged {run(body)} audit records")
+    purged = run(body)
+    if as_json:
+        typer.echo(json.dumps({"company_id": company, "purged": purged}))
+        return
+    typer.echo(f"purged {purged} audit records")

@@ -136,7 +136,7 @@ def _print_source(source: Any, as_json: bool) -> None:
             typer.echo(f"... and {report['rejected_rows_omitted']} more rejected rows")
 
 
-@feed_app.command("set")
+@feed_app.command("update")
 def feed_set(
     dealership: str = typer.Option(..., "--dealership", help="Dealership id."),
     url: str = typer.Option(..., "--url", help="HTTPS URL of the feed (CSV or JSON)."),
@@ -149,6 +149,9 @@ def feed_set(
     """Pull the dealership's feed from a URL on an interval (checked against the SSRF guard now; audited)."""
     payload = {"dealership_id": dealership, "url": url, "interval_s": interval, "full": full, "enabled": not disabled}
     _print_source(_operator_call(config, "admin.inventory.feed.set", payload), as_json)
+
+
+feed_app.command("set", hidden=True)(feed_set)
 
 
 @feed_app.command("show")

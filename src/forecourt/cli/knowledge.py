@@ -10,7 +10,7 @@ import typer
 
 from forecourt.cli.admin import invoke_admin
 from forecourt.cli.common import ConfigOption, console, load_settings, run
-from forecourt.cli.output import JsonOption, print_listing
+from forecourt.cli.output import JsonOption, print_listing, print_record
 
 knowledge_app = typer.Typer(
     help="Dealer documents for knowledge.query (FAQ, policies, warranty).", no_args_is_help=True
@@ -51,10 +51,11 @@ async def _company_of(settings: Any, dealership_id: str) -> str:
     return dealership.company_id
 
 
-@knowledge_app.command("ingest")
+@knowledge_app.command("create")
 def knowledge_ingest(
     path: Path = typer.Argument(..., exists=True, help="A Markdown/text file, or a folder of them."),
     dealership: str = typer.Option(..., "--dealership", help="Dealership id."),
+    as_json: bool = JsonOption,
     config: Path | None = ConfigOption,
 ) -> None:
     """Chunk, index and embed documents for a dealership (unchanged documents are skipped)."""
@@ -66,7 +67,10 @@ def knowledge_ingest(
         payload = {"company_id": company, "dealership_id": dealership, "documents": documents}
         return await invoke_admin(settings, "admin.knowledge.ingest", payload)
 
-    _print(run(body))
+    print_record(run(body), as_json=as_json, title="documents")
+
+
+knowledge_app.command("ingest", hidden=True)(knowledge_ingest)
 
 
 @knowledge_app.command("list")
@@ -95,10 +99,11 @@ def queries_list(
     print_listing(out, as_json=as_json, title="named queries")
 
 
-@queries_app.command("upsert")
+@queries_app.command("create")
 def queries_upsert(
     path: Path = typer.Argument(..., exists=True, help="A JSON file with one query definition."),
     company: str = typer.Option(..., "--company"),
+    as_json: bool = JsonOption,
     config: Path | None = ConfigOption,
 ) -> None:
     """Define or replace a named query from a JSON definition."""
@@ -108,18 +113,24 @@ def queries_upsert(
     except (OSError, ValueError) as exc:
         console.print(f"[red]error[/red] cannot read {path}: {exc.__class__.__name__}")
         raise typer.Exit(2) from None
-    _print(run(lambda: invoke_admin(settings, "admin.queries.upsert", {"company_id": company, "query": definition})))
+    payload = {"company_id": company, "query": definition}
+    print_record(run(lambda: invoke_admin(settings, "admin.queries.upsert", payload)), as_json=as_json)
+
+
+queries_app.command("upsert", hidden=True)(queries_upsert)
 
 
 @queries_app.command("delete")
 def queries_delete(
     query_id: str = typer.Argument(...),
     company: str = typer.Option(..., "--company"),
+    as_json: bool = JsonOption,
     config: Path | None = ConfigOption,
 ) -> None:
     """Delete a named query."""
     settings = load_settings(config)
-    _print(run(lambda: invoke_admin(settings, "admin.queries.delete", {"company_id": company, "query_id": query_id})))
+    payload = {"company_id": company, "query_id": query_id}
+    print_record(run(lambda: invoke_admin(settings, "admin.queries.delete", payload)), as_json=as_json)
 
 
 @queries_app.command("install-examples")

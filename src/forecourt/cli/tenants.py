@@ -71,7 +71,10 @@ def companies_create(
     as_json: bool = JsonOption,
     config: Path | None = ConfigOption,
 ) -> None:
-    """Create a company (and its profile when new)."""
+    """Create a company (and its profile when new).
+
+    Example: forecourt companies create acme-auto --name "Acme Auto" --json
+    """
     payload = _set({"company_id": company_id}, name=name, profile_id=profile, oidc_issuer=oidc_issuer)
     print_record(call(config, "admin.companies.create", payload), as_json=as_json, title="company created")
 
@@ -286,7 +289,11 @@ def members_create(
     as_json: bool = JsonOption,
     config: Path | None = ConfigOption,
 ) -> None:
-    """Create a member of a company."""
+    """Create a member of a company.
+
+    Example: forecourt members create crm-agent --company acme-auto --name "CRM agent" --dealership acme-toyota
+    --scope amcp:inventory:read --scope amcp:leads:write
+    """
     fields = _member_fields(name, kind, tool, scope, dealership, admin, None)
     payload = {"company_id": company, "member": {"id": member_id, **fields}}
     print_record(call(config, "admin.members.create", payload), as_json=as_json, title="member created")
@@ -402,7 +409,10 @@ def apply(
     as_json: bool = JsonOption,
     config: Path | None = ConfigOption,
 ) -> None:
-    """Make the database match a tenants file: validate all of it, print the plan, apply it in one transaction."""
+    """Make the database match a tenants file: validate all of it, print the plan, apply it in one transaction.
+
+    Example: forecourt apply examples/tenants.yaml --dry-run
+    """
     document = read_tenants_file(file)
     payload = {"document": document, "dry_run": dry_run, "prune": prune}
     out = call(config, "admin.tenants.apply", payload, company_id=_only_company(document))
@@ -437,7 +447,11 @@ def export_tenants(
 # ---------------------------------------------------------------------------------------------- operator keys
 
 
-@operator_app.command("create-key")
+operator_keys_app = typer.Typer(help="Operator keys (shown once at creation).", no_args_is_help=True)
+operator_app.add_typer(operator_keys_app, name="keys")
+
+
+@operator_keys_app.command("create")
 def operator_create_key(
     name: str = typer.Option(..., "--name", help="A unique label, e.g. the operator's name."),
     as_json: bool = typer.Option(False, "--json", help='Print {"key": ..., "prefix": ...} as JSON.'),
@@ -452,14 +466,14 @@ def operator_create_key(
     console.print(f"operator key {out['prefix']} — store it now; it cannot be shown again.", markup=False)
 
 
-@operator_app.command("list-keys")
+@operator_keys_app.command("list")
 def operator_list_keys(as_json: bool = JsonOption, config: Path | None = ConfigOption) -> None:
     """List operator keys (prefixes and names; never secrets)."""
     out = call(config, "admin.operator_keys.list", {})
     print_rows(out["items"], ("prefix", "name", "created_at", "revoked_at"), as_json=as_json, title="operator keys")
 
 
-@operator_app.command("revoke-key")
+@operator_keys_app.command("delete")
 def operator_revoke_key(
     prefix: str = typer.Argument(..., help="The key's prefix."),
     as_json: bool = JsonOption,
@@ -467,3 +481,8 @@ def operator_revoke_key(
 ) -> None:
     """Revoke an operator key."""
     print_record(call(config, "admin.operator_keys.revoke", {"prefix": prefix}), as_json=as_json)
+
+
+operator_app.command("create-key", hidden=True)(operator_create_key)
+operator_app.command("list-keys", hidden=True)(operator_list_keys)
+operator_app.command("revoke-key", hidden=True)(operator_revoke_key)

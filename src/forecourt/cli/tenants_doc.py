@@ -154,7 +154,8 @@ forecourt export-tenants --profile lonestar > tenants.yaml   # the current state
 ```
 
 - **Validated whole, applied whole.** Every problem in the file is reported at once, each with its YAML path
-  (`companies[0].rooftops[2].timezone: not an IANA time zone`), together with what the file would collide
+  (`companies[0].rooftops[2].timezone: not an IANA time zone [timezone]`: the rule named as the admin API, the
+  console and the CLI name it for the same value), together with what the file would collide
   with in the database (a rooftop id or domain another company already uses). If anything is wrong, nothing
   is written; otherwise the plan is written in one database transaction.
 - **A plan first.** Each record is `create` (`+`), `change` (`~`, with the fields that differ), `unchanged`
@@ -179,8 +180,9 @@ forecourt export-tenants --profile lonestar > tenants.yaml   # the current state
 
 1. `make run` (or `forecourt db upgrade` and `forecourt serve`): the first start on a database without operator
    keys prints an **operator key** once. Keep it: it authenticates the admin API (`/admin/v1/...`) for every
-   company. `forecourt operator create-key --name NAME` makes more; `forecourt operator list-keys` and
-   `revoke-key` manage them. The command line needs no key.
+   company. `forecourt operator keys create --name NAME` makes more; `forecourt operator keys list` and
+   `delete` manage them. The command line needs no key; every command runs as the operator through the
+   gateway and is audited under the company it touched.
 2. Copy `examples/tenants.yaml`, change the profile, company, rooftops and members to your group's, and run
    `forecourt apply my-group.yaml --dry-run`, then without `--dry-run`.
 3. Give each agent its key: `forecourt keys create --company <company> --member <member>` (printed once).

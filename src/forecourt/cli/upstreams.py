@@ -6,7 +6,6 @@ the admin API (``/admin/v1/companies/{c}/upstreams``) for Streamable HTTP server
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,16 +13,12 @@ import typer
 
 from forecourt.cli.admin import invoke_admin
 from forecourt.cli.common import ConfigOption, load_settings, run
-from forecourt.cli.output import JsonOption, print_listing
+from forecourt.cli.output import JsonOption, print_listing, print_record
 
 upstreams_app = typer.Typer(help="Upstream MCP servers federated behind the gateway.", no_args_is_help=True)
 
 
-def _print(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2, sort_keys=True))
-
-
-@upstreams_app.command("add")
+@upstreams_app.command("create")
 def upstreams_add(
     upstream_id: str = typer.Argument(..., help="Id (slug) of the upstream within the company."),
     company: str = typer.Option(..., "--company", help="Company id."),
@@ -36,6 +31,7 @@ def upstreams_add(
     secret_env: str | None = typer.Option(None, "--secret-env", help="Send this variable's value as a bearer."),
     timeout_s: float = typer.Option(30.0, "--timeout", help="Seconds a call may take."),
     mode: str = typer.Option("legacy", "--mode", help="legacy (2025-11-25 handshake) or auto."),
+    as_json: bool = JsonOption,
     config: Path | None = ConfigOption,
 ) -> None:
     """Register (or replace) an upstream MCP server for a company."""
@@ -50,7 +46,10 @@ def upstreams_add(
     if secret_env:
         definition["credentials"] = {"type": "secret", "env": secret_env, "kind": "bearer"}
     payload = {"company_id": company, "upstream": definition}
-    _print(run(lambda: invoke_admin(settings, "admin.upstreams.upsert", payload)))
+    print_record(run(lambda: invoke_admin(settings, "admin.upstreams.upsert", payload)), as_json=as_json)
+
+
+upstreams_app.command("add", hidden=True)(upstreams_add)
 
 
 @upstreams_app.command("list")
@@ -63,13 +62,17 @@ def upstreams_list(
     print_listing(out, as_json=as_json, title="upstream MCP servers")
 
 
-@upstreams_app.command("remove")
+@upstreams_app.command("delete")
 def upstreams_remove(
     upstream_id: str = typer.Argument(...),
     company: str = typer.Option(..., "--company"),
+    as_json: bool = JsonOption,
     config: Path | None = ConfigOption,
 ) -> None:
     """Remove an upstream MCP server."""
     settings = load_settings(config)
     payload = {"company_id": company, "upstream_id": upstream_id}
-    _print(run(lambda: invoke_admin(settings, "admin.upstreams.delete", payload)))
+    print_record(run(lambda: invoke_admin(settings, "admin.upstreams.delete", payload)), as_json=as_json)
+
+
+upstreams_app.command("remove", hidden=True)(upstreams_remove)

@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
 from forecourt.cli.admin import invoke_admin
 from forecourt.cli.common import ConfigOption, console, load_settings, run
-from forecourt.cli.output import JsonOption, print_listing
+from forecourt.cli.output import JsonOption, print_listing, print_record
 
 workflows_app = typer.Typer(help="BPMN workflow definitions.", no_args_is_help=True)
 
 
-@workflows_app.command("upload")
+@workflows_app.command("create")
 def workflows_upload(
     file: Path = typer.Argument(..., help="A BPMN 2.0 XML file."),
     company: str = typer.Option(..., "--company", help="Company id."),
     workflow_id: str = typer.Option(..., "--id", help="Workflow id; each upload becomes its next version."),
+    as_json: bool = JsonOption,
     config: Path | None = ConfigOption,
 ) -> None:
     """Validate a BPMN file and store it as the next version of the company's workflow ``--id``."""
@@ -30,7 +30,10 @@ def workflows_upload(
         raise typer.Exit(2) from None
     payload = {"company_id": company, "workflow_id": workflow_id, "bpmn": bpmn}
     out = run(lambda: invoke_admin(settings, "admin.workflows.upload", payload))
-    typer.echo(json.dumps(out, indent=2, sort_keys=True))
+    print_record(out, as_json=as_json, title="workflow version created")
+
+
+workflows_app.command("upload", hidden=True)(workflows_upload)
 
 
 @workflows_app.command("list")

@@ -135,8 +135,12 @@ class RooftopSpec(_Spec):
     public_agent: bool = Field(default=True, description="Whether buyer agents may call its AAP agent anonymously.")
     currency: str = Field(default="USD", pattern=r"^[A-Z]{3}$", description="ISO 4217 currency of its prices.")
     brands: StrList = Field(default_factory=list, description="Franchised brands (empty for an independent).")
-    phones: dict[str, str] = Field(default_factory=dict, description="Phone numbers by department (E.164).")
-    email: str | None = Field(default=None, description="Sales e-mail address.")
+    phones: dict[str, str] = Field(
+        default_factory=dict,
+        description="Phone numbers by department, stored in E.164 (`+15125550100`); a number without `+` is read in "
+        "the rooftop's country, and one that is not valid there is refused.",
+    )
+    email: str | None = Field(default=None, description="Sales e-mail address (one address, no display name).")
     website: WebLink | None = Field(default=None, description="Public website URL (http or https).")
     hours: HoursSpec = Field(default_factory=HoursSpec, description="Opening hours.")
     capabilities: StrList = Field(
