@@ -150,17 +150,18 @@ TABLES: dict[str, Table] = {
         + [_CU.first_name, _CU.last_name, _CU.email, _CU.phone],
         scope=_L.dealership_id,
         search=(_L.id,),
+        # Customers matched by name, email or phone in one pass over the customers (scoping them by rooftop too
+        # made SQLite read them rooftop by rooftop, 3x slower): the leads stay scoped to the company's rooftops.
         search_clause=lambda pattern, dialect, company_id: sa.or_(
             _contains(_L.id, pattern, dialect),
             _L.customer_id.in_(
                 sa.select(_CU.id).where(
-                    _CU.dealership_id.in_(company_rooftops(company_id)),
                     sa.or_(
                         *(
                             _contains(c, pattern, dialect)
                             for c in (_CU.first_name, _CU.last_name, _CU.email_l, _CU.phone)
                         )
-                    ),
+                    )
                 )
             ),
         ),
