@@ -160,6 +160,7 @@ def build_services(settings: Settings, *, store: Store | None = None, serving: b
         )
     )
     catalogue = built.catalogue
+    remote_closers = _remote_adapters(catalogue, adapter_configs)
     authenticator = build_authenticator(
         settings, store, backends.revocations, backends.authority, rate_limiter=backends.rate_limiter
     )
@@ -209,6 +210,7 @@ def build_services(settings: Settings, *, store: Store | None = None, serving: b
     else:
         _add_log_export(services)
     services.closers.extend(built.closers)
+    services.closers.extend(remote_closers)
     from forecourt.adapters.upstream import register_upstreams
 
     services.upstreams = register_upstreams(store, catalogue, settings, gateway, services.runner)
@@ -288,6 +290,17 @@ def _multiprocess_dir(settings: Settings) -> Any:
 
     multiprocess = bool(getattr(values.ValueClass, "_multiprocess", False))
     return settings.prometheus_multiproc_dir if multiprocess else None
+
+
+def _remote_adapters(catalogue: Catalogue, configs: AdapterConfigSource) -> list[Callable[[], Any]]:
+    """Proxies to remote adapter hosts for the families ``remote.yaml`` names (none: all adapters in-process)."""
+    from forecourt.adapters.remote import install_remote_adapters
+
+    async def region_of(view: Store, company_id: str | None) -> str | None:
+        region = (await configs.resolve(view, "remote", company_id)).get("region")
+        return region if isinstance(region, str) and region else None
+
+    return list(install_remote_adapters(catalogue, configs.defaults.get("remote", {}), region_of))
 
 
 def _register_console_actions(catalogue: Catalogue, gateway: Gateway, *, services_store: Store) -> None:

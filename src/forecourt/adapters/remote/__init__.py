@@ -1,0 +1,17 @@
+"""Remote adapter hosts: the gateway's proxy (:mod:`.client`) and the wire both sides speak (:mod:`.wire`). The host
+service itself is :mod:`forecourt.adapter_host` (``forecourt adapters serve``)."""
+
+from __future__ import annotations
+
+from forecourt.adapters.remote.client import Host, RemoteAdapter, RemoteFamily, install_remote_adapters
+from forecourt.adapters.remote.wire import FAMILIES, HostUnauthorized, HostUnavailable
+
+__all__ = [
+    "FAMILIES",
+    "Host",
+    "HostUnauthorized",
+    "HostUnavailable",
+    "RemoteAdapter",
+    "RemoteFamily",
+    "install_remote_adapters",
+]
