@@ -25,6 +25,8 @@ app.add_typer(crm_cli.crm_app, name="crm")
 app.add_typer(data.audit_app, name="audit")
 app.add_typer(admin.keys_app, name="keys")
 app.add_typer(admin.admin_app, name="admin")
+app.add_typer(admin.policies_app, name="policies")
+app.add_typer(admin.adapters_app, name="adapters")
 adapters_cli.attach(app, admin)
 app.add_typer(aap.aap_app, name="aap")
 app.add_typer(leads.leads_app, name="leads")
@@ -75,7 +77,10 @@ def serve(
         False, "--dev", help="Development mode: allow the published development secrets (loopback bind only)."
     ),
 ) -> None:
-    """Serve the HTTP front doors (REST envelope, MCP, A2A/AAP, admin, health)."""
+    """Serve the HTTP front doors (REST envelope, MCP, A2A/AAP, admin, health).
+
+    Example: forecourt serve --dev (loopback, development secrets) or forecourt serve --host 0.0.0.0 --workers 4
+    """
     if port is not None:
         within("--port", port, 1, 65535)
     within("--workers", workers, 1, 256)
@@ -110,12 +115,18 @@ def demo(
     seed: int = typer.Option(7, help="Random seed (same seed, same data)."),
     bulk: bool = typer.Option(False, help="Generate a benchmark-sized data set instead."),
     dealerships: int = typer.Option(1000, help="With --bulk: number of dealerships."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was loaded (and the console key) as JSON."),
 ) -> None:
-    """Load the demo tenants (idempotent), or with --bulk a benchmark-sized inventory."""
+    """Load the demo tenants (idempotent), or with --bulk a benchmark-sized inventory.
+
+    Example: forecourt demo (then sign in to the console with the key it prints)
+    """
     within("--vehicles", vehicles, 0 if not bulk else 1, 1_000_000)
     within("--seed", seed, 0, 2**31 - 1)
     within("--dealerships", dealerships, 1, 100_000)
-    data.load_demo_command(load_settings(config), vehicles=vehicles, seed=seed, bulk=bulk, dealerships=dealerships)
+    data.load_demo_command(
+        load_settings(config), vehicles=vehicles, seed=seed, bulk=bulk, dealerships=dealerships, as_json=as_json
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover
