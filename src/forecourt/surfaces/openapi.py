@@ -192,7 +192,6 @@ def _envelope_operation(action: Action, components: dict[str, Any]) -> dict[str,
             "security": {"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/SecurityRef"}]},
             "meta": {"$ref": "#/components/schemas/Meta"},
         },
-        "required": ["payload"],
     }
     success = {
         "type": "object",
