@@ -70,6 +70,17 @@ _ROUTES: list[tuple[str, str, str, str | None, dict[str, str]]] = [
 _QUERY_PARAMS = {"since": str, "after_id": str, "limit": int}
 
 
+def _by_method(endpoints: dict[str, Any]) -> Any:
+    """One endpoint that hands a request to the operation of its method (``HEAD`` is ``GET`` without a body)."""
+
+    async def endpoint(request: Request) -> Response:
+        method = "GET" if request.method == "HEAD" else request.method
+        response: Response = await endpoints[method](request)
+        return response
+
+    return endpoint
+
+
 class AdminApi:
     """``/admin/v1/companies/{company_id}/...``"""
 
@@ -78,18 +89,18 @@ class AdminApi:
         self.settings = settings
 
     def routes(self) -> list[Route]:
-        """One Starlette route per admin operation."""
-        routes = []
+        """One Starlette route per admin path, answering each of the path's methods.
+
+        One route per path (not per operation) so that a method the path does not take answers ``405`` with an
+        ``Allow`` header naming every method it does take: Starlette's 405 names only the methods of the first
+        route whose path matched.
+        """
+        by_path: dict[str, dict[str, Any]] = {}
         for method, sub, action, body_key, params in _ROUTES:
-            routes.append(
-                Route(
-                    f"/admin/v1/companies/{{company_id}}{sub}",
-                    self._endpoint(action, body_key, params),
-                    methods=[method],
-                    name=action,
-                )
+            by_path.setdefault(f"/admin/v1/companies/{{company_id}}{sub}", {})[method] = self._endpoint(
+                action, body_key, params
             )
-        return routes
+        return [Route(path, _by_method(endpoints), methods=sorted(endpoints)) for path, endpoints in by_path.items()]
 
     def _endpoint(self, action: str, body_key: str | None, params: dict[str, str]) -> Any:
         async def endpoint(request: Request) -> Response:
