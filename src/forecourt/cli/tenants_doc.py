@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from forecourt.domain.approvals import ApprovalRule
+from forecourt.domain.protections import AfterUntrusted, Budget, Budgets, Protections
 from forecourt.domain.tenancy import one_or_many
 from forecourt.domain.tenants_file import (
     AddressSpec,
@@ -49,6 +50,10 @@ SECTIONS: list[tuple[type[BaseModel], str, str]] = [
     (MemberSpec, "companies[].members[]", "Member"),
     (PolicySpec, "companies[].policies[]", "Policy"),
     (ApprovalRule, "companies[].policies[].require_approval[]", "Approval rule"),
+    (Protections, "companies[].policies[].protections", "Protections"),
+    (AfterUntrusted, "companies[].policies[].protections.after_untrusted", "After untrusted output"),
+    (Budgets, "companies[].policies[].protections.budgets", "Budgets"),
+    (Budget, "companies[].policies[].protections.budgets.member", "Budget"),
 ]
 # Meanings of fields whose model (shared with the gateway) carries no descriptions.
 _MEANINGS = {
@@ -57,6 +62,21 @@ _MEANINGS = {
     ("ApprovalRule", "op"): "How the field is compared with `value`; `always` needs approval for every call.",
     ("ApprovalRule", "value"): "What the field is compared with (a list for `in`).",
     ("ApprovalRule", "note"): "Shown to the approver.",
+    ("Protections", "after_untrusted"): "Once a session has read untrusted output: actions that then need approval.",
+    ("Protections", "budgets"): "Limits per member and per API key, per period (none by default).",
+    ("Protections", "auto_accept_upstreams"): "Upstream server ids (globs) whose changed tools need no approval.",
+    ("AfterUntrusted", "require_approval"): "Side-effect action names or globs that then wait for a person.",
+    ("AfterUntrusted", "refuse"): "Side-effect action names or globs that are then refused.",
+    ("Budgets", "period"): "`day` or `month` (calendar, UTC).",
+    ("Budgets", "currency"): "ISO 4217 currency of `spend_minor`.",
+    ("Budgets", "member"): "Every member's budget, unless `members` names it.",
+    ("Budgets", "key"): "Every API key's budget, unless `keys` names it.",
+    ("Budgets", "members"): "Budgets by member id.",
+    ("Budgets", "keys"): "Budgets by API key id.",
+    ("Budget", "calls"): "Calls per period.",
+    ("Budget", "tokens_in"): "Model input tokens per period.",
+    ("Budget", "tokens_out"): "Model output tokens per period.",
+    ("Budget", "spend_minor"): "Model spend per period, in minor units of the currency.",
 }
 _TITLES = {model: title for model, _, title in SECTIONS}
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic_core import PydanticCustomError
 
 from forecourt.domain.approvals import ApprovalRule
+from forecourt.domain.protections import Protections
 from forecourt.domain.tenancy import (
     AdapterSetting,
     Address,
@@ -223,6 +224,13 @@ class PolicySpec(_Spec):
         description="MCP role toolsets (`crm`, `service`, `inventory`, `models`, `workflows`, `buyer`, `admin`) the "
         "company's members are offered tools from (empty: any); a member's own toolset narrows them further. Shapes "
         "what `tools/list` shows, not what is allowed.",
+    )
+    protections: Protections = Field(
+        default_factory=Protections,
+        description="Protections of the company's agents: `after_untrusted` (actions that need approval, or are "
+        "refused, once a session has read untrusted output), `budgets` (calls, tokens and spend per member and key "
+        "per period) and `auto_accept_upstreams` (upstream servers whose changed tools need no approval). All off by "
+        "default; docs/security.md.",
     )
 
 
