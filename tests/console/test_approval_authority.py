@@ -83,3 +83,16 @@ async def test_an_admin_bound_to_one_rooftop_neither_lists_nor_decides_a_call_he
     assert still.json()["result"]["output"]["status"] == "pending"
     everywhere = await rig.call("approvals.list", {"company_id": MOTOR}, key="admin")
     assert at_honda in [item["id"] for item in everywhere.json()["result"]["output"]["items"]]
+
+
+async def test_the_approvals_page_of_an_admin_bound_to_one_rooftop_lists_only_its_held_calls(rig: Rig) -> None:
+    await _require_approval(rig)
+    toyota_admin = await _key(rig, "ops-admin", dealership_ids=(TOYOTA,))
+    at_honda = await _held(rig, HONDA)
+    at_toyota = await _held(rig, TOYOTA)
+    page = await rig.call("console.approvals.page", {"company_id": MOTOR, "status": "pending"}, key=toyota_admin)
+    output = page.json()["result"]["output"]
+    assert [item["id"] for item in output["items"]] == [at_toyota]
+    assert output["total"] == 1  # counted in SQL under the same scope, not trimmed after the page was read
+    everywhere = await rig.call("console.approvals.page", {"company_id": MOTOR, "status": "pending"}, key="admin")
+    assert {at_honda, at_toyota} <= {item["id"] for item in everywhere.json()["result"]["output"]["items"]}

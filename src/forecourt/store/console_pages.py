@@ -208,10 +208,8 @@ def company_rooftops(company_id: str) -> Any:
     return sa.select(_D.id).where(_D.company_id == company_id).scalar_subquery()
 
 
-async def read_page(
-    store: Store, name: str, company_id: str, granted: Sequence[str] | None, request: PageRequest
-) -> PageOf:
-    """A page of table ``name`` of ``company_id``; ``granted``: the rooftops the caller may see (``None``: all)."""
+def _scoped(name: str, company_id: str, granted: Sequence[str] | None) -> list[Any]:
+    """The rows of ``company_id`` (of its rooftops) the caller may see: ``granted`` rooftops only, when given."""
     t = TABLES[name]
     where: list[Any] = []
     company_column = _COMPANY_COLUMN.get(name)
@@ -221,6 +219,18 @@ async def read_page(
         where.append(t.scope.in_(company_rooftops(company_id)) if name != "rooftops" else sa.true())
         if granted is not None:
             where.append(t.scope.in_(list(granted)))
+    elif name == "approvals" and granted is not None:
+        # As approvals.list: a key bound to some rooftops sees the calls held at those, and those addressed to none.
+        where.append(sa.or_(_A.dealership_id.in_(list(granted)), _A.dealership_id.is_(None)))
+    return where
+
+
+async def read_page(
+    store: Store, name: str, company_id: str, granted: Sequence[str] | None, request: PageRequest
+) -> PageOf:
+    """A page of table ``name`` of ``company_id``; ``granted``: the rooftops the caller may see (``None``: all)."""
+    t = TABLES[name]
+    where = _scoped(name, company_id, granted)
     for key, value in request.filters.items():
         if value is None or value == "":
             continue
