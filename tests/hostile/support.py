@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
-from hypothesis import HealthCheck, find, settings
+from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
@@ -122,13 +122,26 @@ _FORMATS = {
 }
 
 
+# The smallest string of a pattern is found by generating and shrinking only (Hypothesis's explain phase traces every
+# shrink step and cost minutes over the isolation matrix), once per pattern and length: it is the same every time.
+_FIND_SETTINGS = settings(phases=[Phase.generate, Phase.shrink], database=None, deadline=None)
+_SMALLEST: dict[tuple[str, int], str] = {}
+
+
+def _smallest_match(pattern: str, min_len: int) -> str:
+    key = (pattern, min_len)
+    if key not in _SMALLEST:
+        found = find(st.from_regex(pattern, fullmatch=True), lambda s: len(s) >= min_len, settings=_FIND_SETTINGS)
+        _SMALLEST[key] = str(found)
+    return _SMALLEST[key]
+
+
 def _string(schema: Mapping[str, Any]) -> str:
     if "format" in schema and schema["format"] in _FORMATS:
         return _FORMATS[schema["format"]]
     min_len = int(schema.get("minLength", 1))
     if "pattern" in schema:
-        pattern = str(schema["pattern"])
-        return str(find(st.from_regex(pattern, fullmatch=True), lambda s: len(s) >= min_len))
+        return _smallest_match(str(schema["pattern"]), min_len)
     return "x" * max(min_len, 1)
 
 
