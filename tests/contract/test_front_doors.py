@@ -263,3 +263,17 @@ async def test_every_door_leaves_the_same_audit_record_but_for_its_surface(rig: 
     who = {(r.company_id, r.dealership_id, r.member_id) for r in rows}
     assert who == {(MOTOR, TOYOTA, "crm-agent")}
     assert same == {("aap.inventory.search", "tool.run", rows[0].args_digest, "ok", 200, None)}
+
+
+async def test_a_lead_whose_phone_is_not_a_number_of_the_rooftops_country_is_refused_on_every_door(
+    front: Any, rig: Any
+) -> None:
+    _, keys, db = rig
+    marker = uuid.uuid4().hex[:8]
+    lead = _lead(f"contract-{front.name}-phone-{marker}")
+    lead["customer"] = {**lead["customer"], "phone": "555-0100"}  # no area code: never stored as "+5550100"
+    answer: Answer = await front.call("aap.lead.submit", lead, dealership_id=TOYOTA, key=keys["crm"])
+    assert answer.code == "invalid_params"
+    with sqlite3.connect(db) as conn:
+        written = conn.execute("SELECT count(*) FROM customers WHERE email LIKE ?", (f"%{marker}%",)).fetchone()[0]
+    assert written == 0
