@@ -79,6 +79,7 @@ class RemoteFamily:
         token_ttl_s: float = TOKEN_TTL_S,
         eject_s: float = 30.0,
         health_interval_s: float = 10.0,
+        tls: Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
@@ -88,6 +89,7 @@ class RemoteFamily:
         self.token_ttl_s = token_ttl_s
         self.eject_s = eject_s
         self.health_interval_s = health_interval_s
+        self.tls = dict(tls or {})
         self.clock = clock
         self._turn = itertools.count()
         self._clients: LoopLocal[httpx.AsyncClient] = LoopLocal(lambda c: c.aclose())
@@ -97,7 +99,19 @@ class RemoteFamily:
         """The HTTP client of the running loop (keep-alive connections to the hosts)."""
         import httpx
 
-        return self._clients.get("hosts", lambda: httpx.AsyncClient(follow_redirects=False, trust_env=False))
+        return self._clients.get(
+            "hosts", lambda: httpx.AsyncClient(verify=self._verify(), follow_redirects=False, trust_env=False)
+        )
+
+    def _verify(self) -> Any:
+        """mTLS to the hosts when ``tls`` names this gateway's client certificate (and the hosts' CA)."""
+        if not self.tls.get("cert_file"):
+            return True
+        import ssl
+
+        context = ssl.create_default_context(cafile=self.tls.get("ca_file"))
+        context.load_cert_chain(self.tls["cert_file"], self.tls.get("key_file"))
+        return context
 
     def candidates(self, region: str | None) -> list[Host]:
         """The hosts a call may go to, in the order to try them.
@@ -275,6 +289,7 @@ def remote_families(config: Mapping[str, Any], *, environ: Mapping[str, str] | N
             token_ttl_s=float(config.get("token_ttl_s") or TOKEN_TTL_S),
             eject_s=float(config.get("eject_s") or 30.0),
             health_interval_s=float(config.get("health_interval_s") or 10.0),
+            tls=config.get("tls") if isinstance(config.get("tls"), Mapping) else None,
         )
     return out
 
