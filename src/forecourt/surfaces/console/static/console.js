@@ -66,6 +66,12 @@
         var type = xhr.getResponseHeader("Content-Type") || "";
         if (type.indexOf("application/x-ndjson") === 0) {
           lines();
+        } else if (type.indexOf("application/json") === 0) {
+          // Refused before the console saw it (the request guard: too large, no declared size): say why in words.
+          var error = {};
+          try { error = (JSON.parse(xhr.responseText).error) || {}; } catch (e) { error = {}; }
+          out.textContent = "";
+          say("The upload was refused: " + (error.message || ("HTTP " + xhr.status)) + (error.code ? " (" + error.code + ")" : ""));
         } else {
           out.innerHTML = xhr.responseText;
           say(xhr.status < 400 ? "" : "The import was refused");
