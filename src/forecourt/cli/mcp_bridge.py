@@ -16,7 +16,10 @@ The relay is message by message and era-transparent, so it carries whatever the 
   headers that era asks for (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``). That wire has no
   client-to-server notifications: ``notifications/cancelled`` aborts the request's POST, others are dropped.
 
-Each request is POSTed on its own task, so a long stream (``subscriptions/listen``, a legacy SSE answer) never
+A 2025-11-25 response stream that drops before its answer (a replica draining, a proxy's timeout) is resumed
+with ``GET`` and ``Last-Event-ID`` after the server's ``retry``, as the SDK's HTTP client does; a stream that
+cannot be resumed (or a 2026-07-28 one) is answered with ``-32603`` for that request, so the host never waits
+for ever. Each request is POSTed on its own task, so a long stream (``subscriptions/listen``, a legacy SSE answer) never
 holds up the next request. A JSON answer or each SSE ``data`` event becomes one line on stdout. A refused
 credential (HTTP 401/403) is answered as the JSON-RPC error the server sent (its AutomotiveMCP ``data``, e.g.
 ``auth.expired``), with a message that says what to fix; an unreachable server as ``-32603`` naming the URL.
@@ -34,6 +37,7 @@ import json
 import re
 import sys
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -45,6 +49,9 @@ NAME_PARAMS = {"tools/call": "name", "prompts/get": "name", "resources/read": "u
 AUTH_FAILED = -32001
 INTERNAL_ERROR = -32603
 PARSE_ERROR = -32700
+RESUME_ATTEMPTS = 3
+"""Reconnections (``GET`` with ``Last-Event-ID``) to a dropped 2025-11-25 response stream before giving up."""
+MAX_RETRY_S = 10.0
 _HEADER_SAFE = re.compile(r"^[\x20-\x7E]*$")
 _SENTINEL = re.compile(r"^=\?base64\?.*\?=$")
 
@@ -169,28 +176,67 @@ class Bridge:
         request_id = message.get("id") if isinstance(message, dict) and "method" in message else None
         import httpx
 
+        stream = _Stream(request_id)
         try:
             async with self._client.stream("POST", self.url, json=message, headers=headers) as response:
-                await self._relay(response, message, request_id)
+                await self._relay(response, message, stream)
         except httpx.HTTPError as exc:
-            line = f"cannot reach Forecourt at {self.url} ({type(exc).__name__}): check --url and the network"
-            self._tell(line)
-            if request_id is not None:
-                self.emit(_error(request_id, INTERNAL_ERROR, line))
+            if not stream.opened:
+                line = f"cannot reach Forecourt at {self.url} ({type(exc).__name__}): check --url and the network"
+                self._tell(line)
+                if request_id is not None:
+                    self.emit(_error(request_id, INTERNAL_ERROR, line))
+                return
+        if request_id is not None and stream.opened and not stream.answered:
+            await self._resume(stream)
 
-    async def _relay(self, response: httpx.Response, message: Any, request_id: Any) -> None:
+    async def _relay(self, response: httpx.Response, message: Any, stream: _Stream) -> None:
         if response.status_code >= 400:
-            await self._refused(response, request_id)
+            stream.answered = True
+            await self._refused(response, stream.request_id)
             return
+        stream.opened = True
         initialize = isinstance(message, dict) and message.get("method") == "initialize"
         if initialize:
             self.session_id = response.headers.get("mcp-session-id")
-        async for answer in _messages(response):
+        async for answer in _messages(response, stream):
             if initialize and isinstance(answer, dict) and "id" in answer:
                 result = answer.get("result")
                 if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
                     self.legacy_version = result["protocolVersion"]
             self.emit(answer)
+
+    async def _resume(self, stream: _Stream) -> None:
+        """A response stream ended before the answer: resume it (2025-11-25, ``Last-Event-ID``), else say so.
+
+        The host would otherwise wait for that answer for ever.
+        """
+        import httpx
+
+        for _ in range(RESUME_ATTEMPTS):
+            if stream.last_id is None or self.session_id is None:
+                break
+            await asyncio.sleep(stream.retry_s)  # the server's own ``retry:`` before reconnecting
+            headers = {**self._headers(None, None), "Accept": "text/event-stream", "Last-Event-ID": stream.last_id}
+            headers.pop("Content-Type")
+            try:
+                async with self._client.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code != 200:
+                        break
+                    async for answer in _messages(response, stream):
+                        self.emit(answer)
+            except httpx.HTTPError:
+                continue
+            if stream.answered:
+                return
+        self.emit(
+            _error(
+                stream.request_id,
+                INTERNAL_ERROR,
+                f"Forecourt at {self.url} closed the response stream before answering; the call may have run: "
+                "check before retrying it",
+            )
+        )
 
     async def _refused(self, response: httpx.Response, request_id: Any) -> None:
         body = await _json_body(response)
@@ -218,7 +264,7 @@ class Bridge:
             async with self._client.stream("GET", self.url, headers=headers) as response:
                 if response.status_code != 200:
                     return
-                async for message in _messages(response):
+                async for message in _messages(response, _Stream(None)):
                     self.emit(message)
 
     async def close(self) -> None:
@@ -252,26 +298,53 @@ async def _json_body(response: httpx.Response) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
-async def _messages(response: httpx.Response) -> AsyncIterator[Any]:
-    """The JSON-RPC messages of a response: its JSON body, or the ``data`` of each SSE ``message`` event."""
+@dataclass
+class _Stream:
+    """What one request's response stream has delivered so far."""
+
+    request_id: Any
+    opened: bool = False
+    """The server accepted the request (2xx): an error after that is a dropped stream, not an unreachable server."""
+    answered: bool = False
+    last_id: str | None = None
+    retry_s: float = 1.0
+
+    def saw(self, message: Any) -> None:
+        if isinstance(message, dict) and "method" not in message and message.get("id") == self.request_id:
+            self.answered = True
+
+
+async def _messages(response: httpx.Response, stream: _Stream) -> AsyncIterator[Any]:
+    """The JSON-RPC messages of a response: its JSON body, or the ``data`` of each SSE ``message`` event.
+
+    Records on ``stream`` the last SSE event id and ``retry``, and whether the request's answer came.
+    """
     kind = response.headers.get("content-type", "").lower()
     if kind.startswith("application/json"):
         with contextlib.suppress(ValueError):
-            yield json.loads(await response.aread())
+            message = json.loads(await response.aread())
+            stream.saw(message)
+            yield message
         return
     if not kind.startswith("text/event-stream"):
         return
     event, data = "message", list[str]()
     async for line in response.aiter_lines():
         if line == "":
-            if data and event == "message":
+            if data and event == "message" and "".join(data).strip():
                 with contextlib.suppress(ValueError):
-                    yield json.loads("\n".join(data))
+                    message = json.loads("\n".join(data))
+                    stream.saw(message)
+                    yield message
             event, data = "message", []
         elif line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
         elif line.startswith("event:"):
             event = line[6:].strip()
+        elif line.startswith("id:"):
+            stream.last_id = line[3:].strip() or stream.last_id
+        elif line.startswith("retry:") and line[6:].strip().isdigit():
+            stream.retry_s = min(int(line[6:].strip()) / 1000, MAX_RETRY_S)
 
 
 async def _stdin_lines() -> AsyncIterator[bytes]:
