@@ -7,7 +7,8 @@ secret, pinned to this host's region if pinned at all (:mod:`forecourt.adapters.
 are built exactly as in the gateway (the same configuration files, the same database and Redis for what they read),
 so an adapter behaves the same in either place.
 
-``GET /healthz`` answers ``{"status": "ok", "family", "region"}`` for the gateways' health checks.
+``GET /healthz`` (and ``/readyz``, for the chart's probes) answers ``{"status": "ok", "family", "region"}`` for the
+gateways' health checks.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from forecourt.adapters.remote.wire import (
     trace_of,
     verify_service_token,
 )
-from forecourt.contract import Action, AuthMethod, ExecutionContext, Principal
+from forecourt.contract import Action, AdapterResult, AuthMethod, ExecutionContext, Principal
 from forecourt.errors import ForecourtError, InternalError, InvalidParams, Timeout, UnknownAction
 from forecourt.settings import Settings
 
@@ -95,40 +96,7 @@ class AdapterHost:
 
         adapter_id = request.path_params["adapter"]
         try:
-            auth = request.headers.get("authorization", "")
-            if not auth.lower().startswith("bearer "):
-                raise HostUnauthorized()
-            claims = verify_service_token(auth[7:], self.secret, family=self.family, region=self.region)
-            if adapter_id not in self.adapter_ids:
-                raise UnknownAction(details={"adapter": adapter_id})
-            try:
-                body = await request.json()
-            except ValueError as exc:
-                raise InvalidParams("The call body is not JSON.") from exc
-            if not isinstance(body, Mapping) or not isinstance(body.get("payload"), Mapping):
-                raise InvalidParams("The call body has no payload.")
-            action = self._action(body.get("action"), adapter_id)
-            ctx_raw = body.get("context")
-            if not isinstance(ctx_raw, Mapping):
-                raise InvalidParams("The call body has no context.")
-            if claims.get("action") != action.name or claims.get("company") != ctx_raw.get("company_id"):
-                raise HostUnauthorized("The service token was issued for another call.")
-            trace_id = trace_of(request.headers.get("traceparent")) or str(claims.get("trace") or "")
-            context = self._context(body, action, trace_id)
-            deadline = request.headers.get(DEADLINE_HEADER)
-            remaining = (int(deadline) - now_ms()) / 1000 if deadline and deadline.isdigit() else action.timeout_s
-            if remaining <= 0:
-                raise Timeout(details={"timeout_s": 0})
-            adapter = self.services.catalogue.adapter_for_id(adapter_id)
-            local = getattr(adapter, "local", adapter)  # never a proxy to another host
-            if local is None:
-                raise UnknownAction(details={"adapter": adapter_id})
-            self.calls += 1
-            try:
-                async with asyncio.timeout(remaining):
-                    result = await local.execute(body["payload"], context)
-            except TimeoutError as exc:
-                raise Timeout(details={"timeout_s": round(remaining, 3)}) from exc
+            result = await self._run(request, adapter_id)
         except ForecourtError as error:
             if error.http_status >= 500:
                 logger.warning("adapter %s answered %s", adapter_id, error.code)
@@ -137,6 +105,43 @@ class AdapterHost:
             logger.exception("adapter %s failed", adapter_id)
             return self._error(InternalError())
         return JSONResponse(result_body(result))
+
+    async def _run(self, request: Request, adapter_id: str) -> AdapterResult:
+        auth = request.headers.get("authorization", "")
+        if not auth.lower().startswith("bearer "):
+            raise HostUnauthorized()
+        claims = verify_service_token(auth[7:], self.secret, family=self.family, region=self.region)
+        if adapter_id not in self.adapter_ids:
+            raise UnknownAction(details={"adapter": adapter_id})
+        try:
+            body = await request.json()
+        except ValueError as exc:
+            raise InvalidParams("The call body is not JSON.") from exc
+        if not isinstance(body, Mapping) or not isinstance(body.get("payload"), Mapping):
+            raise InvalidParams("The call body has no payload.")
+        action = self._action(body.get("action"), adapter_id)
+        ctx_raw = body.get("context")
+        if not isinstance(ctx_raw, Mapping):
+            raise InvalidParams("The call body has no context.")
+        if claims.get("action") != action.name or claims.get("company") != ctx_raw.get("company_id"):
+            raise HostUnauthorized("The service token was issued for another call.")
+        trace_id = trace_of(request.headers.get("traceparent")) or str(claims.get("trace") or "")
+        context = self._context(body, action, trace_id)
+        deadline = request.headers.get(DEADLINE_HEADER)
+        remaining = (int(deadline) - now_ms()) / 1000 if deadline and deadline.isdigit() else action.timeout_s
+        if remaining <= 0:
+            raise Timeout(details={"timeout_s": 0})
+        adapter = self.services.catalogue.adapter_for_id(adapter_id)
+        local = getattr(adapter, "local", adapter)  # never a proxy to another host
+        if local is None:
+            raise UnknownAction(details={"adapter": adapter_id})
+        self.calls += 1
+        try:
+            async with asyncio.timeout(remaining):
+                result: AdapterResult = await local.execute(body["payload"], context)
+        except TimeoutError as exc:
+            raise Timeout(details={"timeout_s": round(remaining, 3)}) from exc
+        return result
 
     async def healthz(self, request: Request) -> JSONResponse:
         """``GET /healthz``."""
@@ -183,6 +188,7 @@ def create_host_app(settings: Settings, *, family: str, region: str | None, secr
         routes=[
             Route("/v1/adapters/{adapter}:execute", host.execute, methods=["POST"]),
             Route("/healthz", host.healthz, methods=["GET"]),
+            Route("/readyz", host.healthz, methods=["GET"]),
         ],
         lifespan=lifespan,
     )
