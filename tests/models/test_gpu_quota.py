@@ -77,8 +77,9 @@ async def test_the_company_inference_quota_refuses_a_call_while_its_slots_are_bu
     )
     fakes.triton.faults.hang = True
     first = asyncio.create_task(rig.invoke("nvidia.runInference", ADD_SUB))
-    deadline = time.monotonic() + 10
-    while await _held(rig) < 1:  # bounded wait until the first call holds the only slot
+    deadline = time.monotonic() + 60  # bounded wait until the first call holds the only slot (a loaded CI machine)
+    while await _held(rig) < 1:
+        assert not first.done(), f"the first call ended before holding a slot: {first.exception()!r}"
         assert time.monotonic() < deadline
         await asyncio.sleep(0.01)
     with pytest.raises(ForecourtError) as info:
