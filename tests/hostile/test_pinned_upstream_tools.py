@@ -40,6 +40,15 @@ async def _live(template: Template, tmp_path: Path, *policies: Policy) -> Live:
     return live
 
 
+async def _lister(live: Live, admin_key: str) -> str:
+    """A key of crm-agent with the small workflows toolset: the CRM toolset alone is near the tool budget, so its
+    upstream tools wait behind find_tools (docs/mcp.md, Toolsets); this one lists them."""
+    body = {"member_id": "crm-agent", "name": "lister", "toolset": "workflows"}
+    created = await live.admin("POST", "/keys", admin_key, body)
+    assert created.status_code == 201, created.text
+    return str(created.json()["key"])
+
+
 async def _tools(url: str, key: str) -> dict[str, object]:
     hc, client = mcp_client(url, key)
     async with hc, client:
@@ -53,7 +62,8 @@ async def test_a_rug_pull_is_held_until_an_admin_approves_and_the_old_words_stay
     try:
         key = await register_hostile(live, hostile_template.keys["admin"], hostile)
         url = f"{live.base_url}/mcp"
-        hc, client = mcp_client(url, hostile_template.keys["crm"])
+        lister = await _lister(live, hostile_template.keys["admin"])
+        hc, client = mcp_client(url, lister)
         async with hc, client:
             await client.call_tool("evil.rug_pull", {})
             await wait_for(lambda: len(live.hub.pinning.held.get(key, ())) == 4)
@@ -85,7 +95,7 @@ async def test_a_rug_pull_is_held_until_an_admin_approves_and_the_old_words_stay
             "POST", "/upstreams/evil/tool-changes/approve", hostile_template.keys["admin"], {"tools": ["send_email"]}
         )
         assert approved.status_code == 200, approved.text
-        after = await _tools(url, hostile_template.keys["crm"])
+        after = await _tools(url, lister)
         assert "evil.send_email" in after
         assert "evil.exfiltrate" not in after
         assert "bcc" in after["evil.send_email"].input_schema["properties"]  # type: ignore[attr-defined]

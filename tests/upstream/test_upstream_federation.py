@@ -7,7 +7,7 @@ from typing import Any
 
 from mcp import Client
 from upstream_server import LONG_TOOL
-from upstream_support import MOTOR, LiveServer, UpstreamProcess, mcp_client, wait_for
+from upstream_support import FED_KEY, MOTOR, LiveServer, UpstreamProcess, mcp_client, wait_for
 
 from forecourt.adapters.upstream import tool_name
 
@@ -24,7 +24,7 @@ async def _tools(client: Client) -> set[str]:
 
 
 async def _listed(live: LiveServer, keys: dict[str, str], name: str) -> bool:
-    hc, client = mcp_client(live.url, keys["crm"])
+    hc, client = mcp_client(live.url, keys[FED_KEY])
     async with hc, client:
         return name in await _tools(client)
 
@@ -34,11 +34,11 @@ async def test_upstream_tools_are_listed_under_the_namespace_for_the_owning_comp
 ) -> None:
     await _register(live, keys, upstream.url)
     await wait_for(lambda: _listed(live, keys, "up.echo"))
-    hc, client = mcp_client(live.url, keys["crm"])
+    hc, client = mcp_client(live.url, keys[FED_KEY])
     async with hc, client:
         names = await _tools(client)
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert {"up.echo", "up.add", "up.fail", "inventory.search"} <= names
+    assert {"up.echo", "up.add", "up.fail", "workflow.run"} <= names
     assert all(len(n) <= 64 for n in names)
     long_name = tool_name("up", LONG_TOOL)
     assert long_name in names
@@ -93,7 +93,7 @@ async def test_company_policy_can_deny_an_upstream_tool(
     policy = {"name": "no upstream echo", "denied_actions": ["up.echo"]}
     response = await live.admin("PUT", "/policies/deny-echo", keys["admin"], policy)
     assert response.status_code == 200, response.text
-    hc, client = mcp_client(live.url, keys["crm"])
+    hc, client = mcp_client(live.url, keys[FED_KEY])
     async with hc, client:
         result = await client.call_tool("up.echo", {"text": "hi"})
         assert "up.echo" not in await _tools(client)

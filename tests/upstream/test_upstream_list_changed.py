@@ -14,7 +14,7 @@ import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from upstream_support import LiveServer, UpstreamProcess, mcp_client, wait_for
+from upstream_support import FED_KEY, LiveServer, UpstreamProcess, mcp_client, wait_for
 
 
 async def _register(live: LiveServer, keys: dict[str, str], upstream: UpstreamProcess) -> None:
@@ -40,7 +40,7 @@ async def test_a_legacy_session_declares_list_changed_and_hears_an_upstream_chan
 
         return on_message
 
-    hc, client = mcp_client(live.url, keys["crm"], message_handler=recorder(heard))
+    hc, client = mcp_client(live.url, keys[FED_KEY], message_handler=recorder(heard))
     other_hc, other = mcp_client(live.url, keys["bay"], message_handler=recorder(stranger_heard))
     async with hc, client, other_hc, other:
         tools = client.server_capabilities.tools
@@ -60,7 +60,7 @@ async def test_a_legacy_session_declares_list_changed_and_hears_an_upstream_chan
 async def test_a_listen_stream_hears_an_upstream_change_of_its_company(
     live: LiveServer, upstream: UpstreamProcess, keys: dict[str, str]
 ) -> None:
-    hc, client = _modern(live.url, keys["crm"])
+    hc, client = _modern(live.url, keys[FED_KEY])
     async with hc, client:
         async with client.listen(tools_list_changed=True) as sub:
             assert sub.honored.tools_list_changed is True

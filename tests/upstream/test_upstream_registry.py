@@ -10,7 +10,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 from upstream_server import LONG_TOOL
-from upstream_support import SERVER_SCRIPT, LiveServer, copy_template, mcp_client, wait_for
+from upstream_support import FED_KEY, SERVER_SCRIPT, LiveServer, copy_template, mcp_client, wait_for
 
 from conftest import Template
 from forecourt.adapters.upstream import UpstreamSession, UpstreamSpec, tool_name
@@ -102,7 +102,7 @@ async def test_an_operator_registered_stdio_upstream_serves_its_tools(
     try:
 
         async def listed() -> bool:
-            hc, client = mcp_client(live.url, upstream_template.keys["crm"])
+            hc, client = mcp_client(live.url, upstream_template.keys[FED_KEY])
             async with hc, client:
                 return "local.echo" in {t.name for t in (await client.list_tools()).tools}
 

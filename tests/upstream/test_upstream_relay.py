@@ -17,14 +17,14 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
-from upstream_support import PEPPER, LiveServer, UpstreamProcess, mcp_client, wait_for
+from upstream_support import FED_KEY, PEPPER, LiveServer, UpstreamProcess, mcp_client, wait_for
 
 BOUND_S = 20.0
 FORECOURT = Path(sys.executable).parent / "forecourt"
 
 
 async def _listed(live: LiveServer, keys: dict[str, str]) -> bool:
-    hc, client = mcp_client(live.url, keys["crm"])
+    hc, client = mcp_client(live.url, keys[FED_KEY])
     async with hc, client:
         return "up.sample" in {t.name for t in (await client.list_tools()).tools}
 

@@ -42,12 +42,7 @@ async def _registered(live: LiveServer, keys: dict[str, str], upstream: Upstream
     response = await live.admin("PUT", "/upstreams/up", keys["admin"], {"url": upstream.url, "mode": "legacy"})
     assert response.status_code == 200, response.text
 
-    async def listed() -> bool:
-        hc, client = mcp_client(live.url, keys["crm"])
-        async with hc, client:
-            return "up.echo" in {t.name for t in (await client.list_tools()).tools}
-
-    await wait_for(listed)
+    await wait_for(lambda: "up.echo" in live.hub.tool_names("demo-motor-group/up"))
 
 
 def _error_code(result: Any) -> str:
@@ -65,7 +60,8 @@ async def test_an_upstream_result_over_the_cap_is_refused_over_mcp_in_both_eras(
         small = await legacy.call_tool("up.echo", {"text": "fits"})
     assert _error_code(big) == "mcp.result_too_large"
     assert json.loads(big.content[0].text)["error"]["details"]["max_bytes"] == CAP
-    assert small.content[0].text == "fits"
+    assert not small.is_error
+    assert "fits" in small.content[0].text  # (upstream text may be marked as untrusted around it)
     async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {keys['crm']}"}, timeout=30) as hc2:
         modern = Client(streamable_http_client(capped.url, http_client=hc2), mode="2026-07-28")  # type: ignore[arg-type]
         async with modern:

@@ -32,6 +32,8 @@ BAY = "demo-bay-autos"
 PEPPER = "upstream-tests-pepper-0123456789abcdef"
 SERVER_SCRIPT = Path(__file__).with_name("upstream_server.py")
 UPSTREAM_SCOPES = ("amcp:upstream:read", "amcp:upstream:write")
+FED_KEY = "fed"
+"""A key of the CRM agent with the workflows toolset: small enough that the upstream tools are listed."""
 KEY_SPECS = {"crm": (MOTOR, "crm-agent"), "bay": (BAY, "bay-crm-agent"), "admin": (MOTOR, "ops-admin")}
 
 
@@ -49,7 +51,11 @@ async def build_template(path: Path) -> dict[str, str]:
                 scopes = tuple(sorted({*member.scopes, *UPSTREAM_SCOPES}))
                 await uow.tenancy.upsert_member(member.model_copy(update={"scopes": scopes}))
         service = ApiKeyService(store, PEPPER, MemoryRevocationList())
-        return {name: (await service.create(c, m, name=name)).key for name, (c, m) in KEY_SPECS.items()}
+        keys = {name: (await service.create(c, m, name=name)).key for name, (c, m) in KEY_SPECS.items()}
+        # The CRM toolset is near the tool budget on its own, so its upstream tools wait behind find_tools
+        # (test_upstream_tool_budget.py); a key of the small workflows toolset lists them (FED_KEY).
+        keys[FED_KEY] = (await service.create(MOTOR, "crm-agent", name=FED_KEY, toolset="workflows")).key
+        return keys
     finally:
         await store.close()
 

@@ -127,6 +127,30 @@ def offered(action: Action, own: str | None, policies: Sequence[Policy]) -> bool
     return all(any(in_toolset(action, name) for name in p.toolsets) for p in policies if p.toolsets)
 
 
+TOOL_BUDGET_TOKENS = 8_000
+"""The most of a model's context a role toolset's ``tools/list`` may take, upstream tools included."""
+BYTES_PER_TOKEN_FLOOR = 3
+"""Bytes of compact tool-definition JSON per token, at least (Forecourt's own: 4.1 to 4.3 in ``cl100k_base`` and
+``o200k_base``): a listing of ``n`` bytes is taken as ``n / 3`` tokens, so no tokenizer is needed at run time."""
+
+
+def budgeted(own: str | None, policies: Sequence[Policy]) -> bool:
+    """Whether the tool budget binds a caller: its offer is shaped by a role toolset other than ``admin``.
+
+    ``admin`` (and no toolset at all) means every tool, which no budget can hold; such a caller gets
+    ``find_tools`` only past the tool-count threshold.
+    """
+    if own:
+        return own in TOOLSETS and own != "admin"
+    named = [p.toolsets for p in policies if p.toolsets]
+    return bool(named) and all("admin" not in names for names in named)
+
+
+def upstreams_fit(listing_bytes: int) -> bool:
+    """Whether a listing of ``listing_bytes`` (compact JSON, upstream tools included) stays within the budget."""
+    return listing_bytes <= TOOL_BUDGET_TOKENS * BYTES_PER_TOKEN_FLOOR
+
+
 def name_mode(query_value: str | None, member_setting: str | None) -> NameMode:
     """The naming mode of a request: ``?names=`` wins over the member's setting; canonical by default."""
     value = query_value or member_setting

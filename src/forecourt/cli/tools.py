@@ -1,4 +1,8 @@
-"""``forecourt tools list``: the MCP tools a member is offered, with their size in bytes and tokens."""
+"""``forecourt tools list``: the MCP tools a member is offered, with their size in bytes and tokens.
+
+The listing is the one the member's host gets from a serving replica: Forecourt's tools of its toolset, its
+company's upstream servers' tools (connected here first), and behind ``find_tools`` what does not fit.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,17 @@ from forecourt.settings import Settings
 tools_app = typer.Typer(help="The MCP tools members are offered.", no_args_is_help=True)
 
 
+async def connect_upstreams(hub: Any, company: str) -> None:
+    """Connect to ``company``'s upstream MCP servers and install their tools, as a serving replica has.
+
+    A one-shot command runs no sync loop, so without this the listing would hold none of the upstream tools the
+    member really gets. An upstream that cannot be reached is left out (the server would not list it either).
+    """
+    await hub.load()
+    for key in [k for k in hub.sessions if k.split("/", 1)[0] == company]:
+        await hub.refresh(key)
+
+
 async def member_tools(settings: Settings, company: str, member: str, names: str | None, tokens: bool) -> Any:
     """What ``tools/list`` shows ``company/member`` (its toolset, policy and naming mode), optionally measured."""
     from forecourt.gateway.auth.devmode import configured_member
@@ -26,8 +41,8 @@ async def member_tools(settings: Settings, company: str, member: str, names: str
         principal = await configured_member(services.store, f"{company}/{member}")
         surface = McpSurface(services.gateway, settings, hub=services.upstreams)
         try:
-            if surface.federation is not None:
-                await surface.federation.refresh()
+            if services.upstreams is not None:
+                await connect_upstreams(services.upstreams, company)
             tools = await surface.listed_tools(Caller(principal, Credentials(), "mcp", names=names))
             policies = await services.gateway.tenancy.policies(company)
         finally:

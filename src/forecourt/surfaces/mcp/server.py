@@ -32,7 +32,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from forecourt import caching
-from forecourt.actions.toolsets import NameMode, name_mode, offered
+from forecourt.actions.toolsets import NameMode, budgeted, name_mode, offered, upstreams_fit
 from forecourt.contract import Action
 from forecourt.domain.tenancy import Member
 from forecourt.domain.upstreams import ADAPTER_ID as UPSTREAM_ADAPTER_ID
@@ -50,6 +50,7 @@ from forecourt.surfaces.mcp.listchanged import ForecourtServer, ToolListChanges
 from forecourt.surfaces.mcp.manifest import manifest
 from forecourt.surfaces.mcp.sessions import SubscriptionRegistry
 from forecourt.surfaces.mcp.subscriptions import SubscriptionRelay
+from forecourt.surfaces.mcp.tokens import list_json
 from forecourt.surfaces.mcp.tools import (
     ToolSet,
     dumps,
@@ -304,13 +305,18 @@ class McpSurface:
     async def offered_actions(self, caller: Caller) -> list[Action]:
         """What ``tools/list`` may offer: the caller's effective toolset (its own narrowing its company policies'),
         among the actions the gateway lets it call."""
+        return (await self._offer(caller))[0]
+
+    async def _offer(self, caller: Caller) -> tuple[list[Action], bool]:
+        """The offered actions, and whether the tool budget binds the caller (a role toolset shapes them)."""
         toolset = self._member_setting(caller, "toolset")
         principal = caller.principal
         company = principal.company_id if principal is not None and principal.member is not None else None
         policies = await self.gateway.tenancy.policies(company)
         # Forwarding actions of upstream servers (names with ":") are the gateway's, never tools.
         visible = await self.visible_actions(caller)
-        return [a for a in visible if ":" not in a.name and offered(a, toolset, policies)]
+        found = [a for a in visible if ":" not in a.name and offered(a, toolset, policies)]
+        return found, budgeted(toolset, policies)
 
     def _load_key(self, caller: Caller) -> str:
         principal = caller.principal
@@ -321,11 +327,18 @@ class McpSurface:
         return await self.listed_tools(Caller(Principal.of_member(member), Credentials(), "mcp"))
 
     async def listed_tools(self, caller: Caller) -> list[types.Tool]:
-        """The tools ``tools/list`` shows ``caller``: its toolset, or a core set plus ``find_tools`` when big."""
-        offered = await self.offered_actions(caller)
+        """The tools ``tools/list`` shows ``caller``: its toolset, or a core set plus ``find_tools`` when big.
+
+        Big: more tools than the threshold, or, for a role toolset, upstream tools that would take the listing past
+        the tool budget (``actions/toolsets.py``: 8,000 tokens, upstream tools included).
+        """
+        offered, bound = await self._offer(caller)
         mode = self.name_mode(caller)
         if len(offered) <= self.settings.mcp_tool_search_threshold:
-            return self.toolset.tools(offered, mode)
+            tools = self.toolset.tools(offered, mode)
+            upstream = any(a.owner_company_id is not None for a in offered)
+            if not (bound and upstream) or upstreams_fit(len(list_json(tools).encode())):
+                return tools
         loaded = self.loaded.get(self._load_key(caller))
         core = [a for a in offered if a.owner_company_id is None or a.name in loaded]
         return [*self.toolset.tools(core, mode), FIND_TOOLS_TOOL]
