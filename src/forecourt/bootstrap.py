@@ -184,6 +184,7 @@ def build_services(settings: Settings, *, store: Store | None = None, serving: b
         freshness=generations,
     )
     gateway.tenancy.authority = backends.authority
+    gateway.protect.use(backends.taint, backends.budget_meters)  # shared by the replicas with Redis
     built_gateway.append(gateway)
     _register_console_actions(catalogue, gateway, services_store=store)
     services = Services(

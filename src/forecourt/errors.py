@@ -17,6 +17,7 @@ PII, no SQL, no provider internals. Errors live here, or in one ``errors.py`` of
     ForecourtError
       AapCallError  [adapters.errors]
       ApprovalPending
+      BudgetExceeded  [gateway.errors]
       Conflict
         AdminLockout
         AlreadyExists
@@ -42,6 +43,7 @@ PII, no SQL, no provider internals. Errors live here, or in one ``errors.py`` of
         InsufficientScope
         OperatorNotAllowed  [adapters.workflow.errors]
         PolicyDenied
+        SessionRestricted  [gateway.errors]
         SideEffectsNotAllowed
         TenancyDenied
       GpuQuotaExceeded  [adapters.errors]

@@ -199,6 +199,9 @@ class Action:
     also_types: tuple[ActionType, ...] = ()
     """Other seed 001 ``action.type`` values a caller may name for this action (seed 001 §8 A sends
     ``embedding.create`` as ``tool.run``; the catalogue types it ``model.invoke``)."""
+    third_party_text: tuple[str, ...] = ()
+    """Kinds of text in its output that neither Forecourt nor the caller wrote (``upstream_tool_result``...): such
+    results are marked as untrusted on every door (gateway/provenance.py, which also lists Forecourt's own)."""
 
     @property
     def budget(self) -> str:

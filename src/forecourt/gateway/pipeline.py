@@ -57,6 +57,7 @@ from forecourt.gateway.freshness import ChangeGenerations
 from forecourt.gateway.limits import LimitPlan
 from forecourt.gateway.number_bounds import check_number_bounds
 from forecourt.gateway.policy import Decision, TenancyCache, decide
+from forecourt.gateway.protections import Protections, owner_of
 from forecourt.gateway.redact import redact
 from forecourt.gateway.store_faults import STORE_UNAVAILABLE
 from forecourt.gateway.stored_results import StoredResults
@@ -118,6 +119,7 @@ class Gateway:
         self.clock = clock
         # Without a dispatcher feeding it the generations are never live: change-tracked actions run uncached.
         self.freshness = freshness or ChangeGenerations()
+        self.protect = Protections(self.tenancy, store, self.adapter_configs, metrics.registry)
         self.approvals: ApprovalGate | None = None
         """Holds agents' calls that a policy's ``require_approval`` names (wired by bootstrap)."""
         self._bulkheads: dict[str, Bulkhead] = {}
@@ -244,7 +246,9 @@ class Gateway:
             await self._authorize(action, payload, principal, dealership, inv, call)
         with self._span(call, "gateway.rate_limit"):
             decision = await self._rate_limit(action, principal, call)
-        return await self._execute_guarded(call, action, payload, principal, dealership, decision)
+        await self.protect.before(call, action, principal, dealership)  # budgets; a restricted session's refusals
+        outcome = await self._execute_guarded(call, action, payload, principal, dealership, decision)
+        return await self.protect.after(call, action, outcome, principal, dealership)  # provenance, taint, usage
 
     @staticmethod
     def _addressed(action: Action, payload: dict[str, Any], inv: Invocation) -> Invocation:
@@ -339,8 +343,7 @@ class Gateway:
         inv: Invocation,
         call: CallState,
     ) -> None:
-        owner = principal.company_id or (dealership.company_id if dealership else None)
-        policies = await self.tenancy.policies(owner)
+        policies = await self.tenancy.policies(owner_of(principal, dealership))
         decision: Decision = decide(
             action,
             principal,
@@ -385,11 +388,7 @@ class Gateway:
         async def run() -> AdapterResult:
             if self.approvals is not None and action.side_effect:
                 # After the idempotency key is taken: a retry of a call that ran on approval gets its answer.
-                owner = principal.company_id or (dealership.company_id if dealership else None)
-                policies = await self.tenancy.policies(owner)
-                await self.approvals.check(
-                    action, payload, principal, call.dealership_id, policies, call.inv, idem_key, owner=owner
-                )
+                await self.protect.hold(self.approvals, action, payload, principal, dealership, call, idem_key)
             return await self._execute(call, action, payload, principal, dealership)
 
         def span(name: str) -> AbstractContextManager[Any]:
@@ -402,7 +401,7 @@ class Gateway:
             outcome.replayed = replayed
             return outcome
         if action.cacheable and not action.pii and self.settings.cache_enabled:
-            company_id = principal.company_id or (dealership.company_id if dealership else None)
+            company_id = owner_of(principal, dealership)
             scope = self.freshness.cache_scope(action, dealership, company_id, await self._redact_fields(company_id))
             if scope is None:
                 # Changes are not being followed right now: a cached result could predate one, so run it.
@@ -429,7 +428,7 @@ class Gateway:
         handler = self.catalogue.handler_for(action)
         if handler is None:
             raise InternalError()
-        company_id = principal.company_id or (dealership.company_id if dealership else None)
+        company_id = owner_of(principal, dealership)
         config = await self.adapter_configs.resolve(self.store, action.adapter, company_id)
         check_configured(self.catalogue.adapter_for(action), config)  # before a credential is asked for
         with call_scope(scope_for(action.name, company_id, payload, call.trace_id, config)):  # per-call credentials
@@ -577,7 +576,7 @@ class Gateway:
         note = REQUEST_NOTE.get()
         if note is not None:  # the HTTP access log names the company and the trace
             note.company, note.trace_id = call.company_id, call.trace_id
-        self.audit.record(self._record(call, duration))
+        self.audit.record(self.protect.audited(call, self._record(call, duration)))
 
     def _record(self, call: CallState, duration_s: float, *, committed: bool = False) -> AuditRecord:
         """The call's audit record; ``committed``: as its effect's own transaction commits (a success so far)."""

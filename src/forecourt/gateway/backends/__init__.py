@@ -19,6 +19,12 @@ from forecourt.gateway.backends.memory import (
     MemoryResultCache,
     MemoryRevocationList,
 )
+from forecourt.gateway.backends.protections import (
+    BudgetMeters,
+    MemoryBudgetMeters,
+    MemorySessionTaint,
+    SessionTaint,
+)
 from forecourt.gateway.base import IdempotencyStore, RateLimiter, ResultCache, RevocationList
 from forecourt.settings import Settings
 
@@ -48,6 +54,10 @@ class Backends:
     events: EventBus
     console_sessions: SessionRegistry = field(default_factory=MemorySessionRegistry)
     authority: AuthorityGenerations = field(default_factory=MemoryAuthorityGenerations)
+    taint: SessionTaint = field(default_factory=MemorySessionTaint)
+    """Sessions that have read untrusted output (gateway/protections.py)."""
+    budget_meters: BudgetMeters = field(default_factory=MemoryBudgetMeters)
+    """Budget counters per member and key (gateway/budgets.py)."""
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, repr=False)
     ping: Callable[[], Awaitable[object]] | None = field(default=None, repr=False)
     """One round trip to the shared store (Redis ``PING``); ``None`` in memory. For ``/readyz`` and metrics."""
@@ -78,6 +88,7 @@ def redis_backends(settings: Settings) -> Backends:
     from forecourt.gateway.backends.authority import RedisAuthorityGenerations
     from forecourt.gateway.backends.console_sessions import RedisSessionRegistry
     from forecourt.gateway.backends.events import RedisEventBus
+    from forecourt.gateway.backends.protections import RedisBudgetMeters, RedisSessionTaint
     from forecourt.gateway.backends.redis import (
         RedisIdempotencyStore,
         RedisRateLimiter,
@@ -99,6 +110,8 @@ def redis_backends(settings: Settings) -> Backends:
         events=events,
         console_sessions=RedisSessionRegistry(client, prefix=prefix),
         authority=RedisAuthorityGenerations(client, prefix=prefix),
+        taint=RedisSessionTaint(client, prefix=prefix),
+        budget_meters=RedisBudgetMeters(client, prefix=prefix),
         _closers=[events.close, client.aclose],
         ping=client.ping,
     )
