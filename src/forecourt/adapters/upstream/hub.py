@@ -78,6 +78,7 @@ def _tool_action(reg: Registered, tool: types.Tool, name: str) -> Action:
         domain="upstream",
         tags=("upstream", spec.id),
         owner_company_id=reg.company_id,
+        third_party_text=("upstream_tool_result",),
     )
 
 
@@ -94,6 +95,7 @@ def _forward_actions(reg: Registered) -> list[tuple[Action, Binding]]:
         "domain": "upstream",
         "tags": ("upstream", spec.id, "hidden"),
         "owner_company_id": reg.company_id,
+        "third_party_text": ("upstream_tool_result",),
     }
     forward = Action(
         name=base,

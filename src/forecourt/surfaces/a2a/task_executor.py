@@ -52,6 +52,7 @@ from forecourt.gateway.base import Invocation, Outcome, Principal
 from forecourt.gateway.pipeline import Gateway
 from forecourt.surfaces.a2a import jobs
 from forecourt.surfaces.a2a.errors import JobStillRunning
+from forecourt.surfaces.marks import a2a_metadata
 
 logger = logging.getLogger(__name__)
 
@@ -319,9 +320,8 @@ class GatewayTaskExecutor(AgentExecutor):
         if jobs.is_running_job(output):
             await self._follow_job(context, updater, principal, outcome, linked=False)
             return
-        await updater.add_artifact(
-            [_part(jobs.result_body(outcome.result_type, output, outcome.metadata))], name="result"
-        )
+        body = jobs.result_body(outcome.result_type, output, outcome.metadata)
+        await updater.add_artifact([_part(body)], name="result", metadata=a2a_metadata(outcome))  # surfaces/marks.py
         await updater.complete()
 
     async def _report_run(
@@ -404,7 +404,8 @@ class GatewayTaskExecutor(AgentExecutor):
             await updater.cancel(note)
         else:
             body = jobs.result_body(outcome.result_type, output, outcome.metadata)
-            await updater.add_artifact([_part(body)], artifact_id=f"{task_id}-result", name="result")
+            marks = a2a_metadata(outcome)
+            await updater.add_artifact([_part(body)], artifact_id=f"{task_id}-result", name="result", metadata=marks)
             await updater.complete(note)
 
     async def _ended_elsewhere(self, context: RequestContext) -> bool:

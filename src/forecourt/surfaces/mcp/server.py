@@ -41,6 +41,7 @@ from forecourt.events import OutboxDispatcher
 from forecourt.gateway.base import Credentials, Invocation, Outcome, Principal
 from forecourt.gateway.pipeline import Gateway
 from forecourt.settings import Settings
+from forecourt.surfaces.marks import mcp_result
 from forecourt.surfaces.mcp import prompts, resources, views
 from forecourt.surfaces.mcp.discovery import FIND_TOOLS, FIND_TOOLS_TOOL, LoadedTools, rank
 from forecourt.surfaces.mcp.federation.handlers import Federation
@@ -428,7 +429,7 @@ class McpSurface:
                 result = await self._fit(invoke, action, arguments, outcome.output, view=view, modern=modern)
         except ForecourtError as exc:
             return error_wire(exc)
-        return result
+        return mcp_result(result, outcome)  # third-party text is marked (surfaces/marks.py)
 
     async def _fit(
         self,

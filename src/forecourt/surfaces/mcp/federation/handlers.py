@@ -53,6 +53,7 @@ from forecourt.adapters.upstream.relay import RELAY, CallRelay
 from forecourt.domain.upstreams import ADAPTER_ID, forward_action_name, tool_name
 from forecourt.errors import ForecourtError, InternalError
 from forecourt.gateway.base import Outcome, Principal
+from forecourt.surfaces.marks import mcp_result
 from forecourt.surfaces.mcp.federation.relay import STATE_PREFIX, InputRounds, PendingCall, SessionRelay
 from forecourt.surfaces.mcp.sdk import connection_of
 from forecourt.surfaces.mcp.tools import error_result, protocol_error
@@ -191,7 +192,7 @@ class Federation:
             RELAY.reset(relay_token)
             PROGRESS.reset(progress_token)
         try:
-            return types.CallToolResult.model_validate(outcome.output)
+            return types.CallToolResult.model_validate(mcp_result(outcome.output, outcome))  # surfaces/marks.py
         except ValidationError:
             logger.warning("upstream result of %s is not a CallToolResult", action[:100])
             return error_result(InternalError())
