@@ -13,14 +13,17 @@ import socket
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 import uvicorn
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
+from mcp_support import wait_for
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -79,9 +82,9 @@ def _sse(payload: bytes) -> StreamingResponse:
     return StreamingResponse(body(), media_type="text/event-stream")
 
 
-@pytest.fixture(params=[True, False], ids=["resumable", "not-resumable"])
-def endpoint(request: pytest.FixtureRequest) -> Iterator[tuple[str, FakeEndpoint]]:
-    fake = FakeEndpoint(resumable=request.param)
+@contextmanager
+def _serve(fake: FakeEndpoint) -> Iterator[str]:
+    """``fake`` as ``/mcp`` under uvicorn on a loopback port; yields the URL."""
     app = Starlette(routes=[Route("/mcp", fake.handle, methods=["GET", "POST", "DELETE"])])
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -89,11 +92,18 @@ def endpoint(request: pytest.FixtureRequest) -> Iterator[tuple[str, FakeEndpoint
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", fake
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
     finally:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+@pytest.fixture(params=[True, False], ids=["resumable", "not-resumable"])
+def endpoint(request: pytest.FixtureRequest) -> Iterator[tuple[str, FakeEndpoint]]:
+    fake = FakeEndpoint(resumable=request.param)
+    with _serve(fake) as url:
+        yield url, fake
 
 
 async def test_a_dropped_response_stream_is_resumed_or_answered_with_an_error(
@@ -120,3 +130,43 @@ async def _list_tools(params: StdioServerParameters, fake: FakeEndpoint) -> None
             with pytest.raises(MCPError) as dropped:
                 await client.list_tools()
             assert "closed the response stream before answering" in dropped.value.error.message
+
+
+class FlakyNotifications(FakeEndpoint):
+    """A notification stream that ends at once the first time, carries one update the second, then is refused."""
+
+    def __init__(self) -> None:
+        super().__init__(resumable=False)
+        self.gets = 0
+
+    def _resume(self, request: Request) -> Response:
+        self.gets += 1
+        if self.gets == 1:
+            return _sse(b"retry: 10\n\n")
+        if self.gets == 2:
+            update = {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": URI}}
+            return _sse(b"data: " + json.dumps(update).encode() + b"\n\n")
+        return Response(status_code=405)
+
+
+URI = "automotive://dealers/demo-toyota-sf/leads"
+
+
+async def test_the_notification_stream_is_opened_again_when_it_ends(tmp_path: Path) -> None:
+    fake = FlakyNotifications()
+    with _serve(fake) as url:
+        seen: list[str] = []
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, types.ResourceUpdatedNotification):
+                seen.append(str(message.params.uri))
+
+        params = StdioServerParameters(
+            command=str(FORECOURT),
+            args=["mcp", "--stdio", "--url", url],
+            env={"FORECOURT_MCP_TOKEN": "fck_desktop_" + "k" * 40},
+            cwd=tmp_path,
+        )
+        async with Client(params, mode="legacy", message_handler=on_message):
+            await wait_for(lambda: seen == [URI], 30.0)
+    assert fake.gets >= 2

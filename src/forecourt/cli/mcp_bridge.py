@@ -52,6 +52,7 @@ PARSE_ERROR = -32700
 RESUME_ATTEMPTS = 3
 """Reconnections (``GET`` with ``Last-Event-ID``) to a dropped 2025-11-25 response stream before giving up."""
 MAX_RETRY_S = 10.0
+MAX_LISTEN_BACKOFF_S = 30.0
 _HEADER_SAFE = re.compile(r"^[\x20-\x7E]*$")
 _SENTINEL = re.compile(r"^=\?base64\?.*\?=$")
 
@@ -255,17 +256,35 @@ class Bridge:
         self.emit(_error(request_id, INTERNAL_ERROR, f"Forecourt at {self.url} answered HTTP {response.status_code}"))
 
     async def _listen(self) -> None:
-        """The 2025-11-25 era's ``GET`` stream: the server's own notifications (absent: nothing to relay)."""
+        """The 2025-11-25 era's ``GET`` stream: the server's own notifications, for as long as the session lives.
+
+        A stream that ends (a replica draining, a proxy's timeout) is opened again after the server's ``retry``
+        (doubling while it keeps failing, up to :data:`MAX_LISTEN_BACKOFF_S`); a server that has no such stream
+        or refuses it (any 4xx) is not asked again.
+        """
         import httpx
 
-        headers = {**self._headers(None, None), "Accept": "text/event-stream"}
-        headers.pop("Content-Type")
-        with contextlib.suppress(httpx.HTTPError):
-            async with self._client.stream("GET", self.url, headers=headers) as response:
-                if response.status_code != 200:
-                    return
-                async for message in _messages(response, _Stream(None)):
-                    self.emit(message)
+        stream = _Stream(None)
+        backoff = 0.0
+        while True:
+            headers = {**self._headers(None, None), "Accept": "text/event-stream"}
+            headers.pop("Content-Type")
+            if stream.last_id is not None:
+                headers["Last-Event-ID"] = stream.last_id
+            try:
+                async with self._client.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code != 200:
+                        if stream.last_id is None:
+                            return
+                        stream.last_id = None  # that point is gone: follow the stream from now on
+                        continue
+                    backoff = 0.0
+                    async for message in _messages(response, stream):
+                        self.emit(message)
+            except httpx.HTTPError:
+                pass
+            backoff = min(max(backoff * 2, stream.retry_s), MAX_LISTEN_BACKOFF_S)
+            await asyncio.sleep(backoff)  # the server's retry, then backing off while it stays away
 
     async def close(self) -> None:
         """Stop relaying; end a 2025-11-25 session (the server would expire it later anyway)."""
