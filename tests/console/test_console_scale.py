@@ -203,3 +203,26 @@ async def test_try_a_tool_runs_as_the_member_and_shows_the_answer_and_its_audit_
         assert 'value="leads.update"' in denied.text  # the form keeps what was typed
     records = [r for r in await rig.audit(MOTOR) if r.action == "inventory.search" and r.member_id == "crm-agent"]
     assert any(r.surface == "console" for r in records)
+
+
+async def test_the_newest_leads_are_the_same_whether_found_in_a_recent_window_or_the_whole_table(rig: Rig) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from forecourt.domain.people import Lead
+
+    now = datetime.now(UTC)
+    # 30 leads in the last day, 30 a few days old (the next window), and the demo's, months old.
+    ages = [timedelta(minutes=10 * n + 1) for n in range(30)] + [timedelta(days=3, minutes=n) for n in range(30)]
+    async with rig.services.store.transaction() as uow:
+        for n, age in enumerate(ages):
+            at = now - age
+            lead = Lead(id=f"lead_win_{n:03d}", dealership_id=TOYOTA, submitted_at=at, created_at=at, updated_at=at)
+            await uow.leads.add(lead)
+    async with _client(rig) as client:
+        await sign_in(client, rig.keys["admin"])
+        first = await client.get("/console/leads")
+        second = await client.get("/console/leads", params={"offset": 25})
+        oldest_first = await client.get("/console/leads", params={"sort": "created_at", "order": "asc"})
+    ids = re.findall(r'/console/leads/[^/]+/(lead_[a-z0-9_]+)"', first.text + second.text)
+    assert ids[:50] == [f"lead_win_{n:03d}" for n in range(50)]  # across the one-day window's edge, in order
+    assert "lead_win_" not in oldest_first.text  # the demo's months-old leads come first that way

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -23,6 +23,7 @@ from forecourt.store.sql.tables import api_keys, audit_records, customers, deale
 MAX_LIMIT = 100
 MAX_OFFSET = 10_000
 COUNT_CAP = 10_000
+WINDOWS_DAYS = (1, 7, 31, 366)
 SEARCH_COUNT_CAP = 1_000
 """A search's matches are counted up to here ("1,000+"): the count stops scanning once it has them."""
 
@@ -66,6 +67,9 @@ class Table:
     """Filters that are not an equality: name → a function of the value that answers a clause."""
     search_clause: Any = None
     """``(pattern, dialect, company_id) -> clause`` where the search is not an OR over ``search`` columns."""
+    recent: Any = None
+    """A time column the scope's index ends with: the default page (newest first) is looked for in the last day,
+    week, month, year before the whole table (:data:`WINDOWS_DAYS`), each window read from that index."""
     narrow: Any = None
     """A FROM of the main table alone: without a search, a page's keys are read from it (no join to sort), then
     its rows from ``source`` by key (a page of 100,000 leads sorts the leads alone, then joins 25 customers)."""
@@ -145,6 +149,7 @@ TABLES: dict[str, Table] = {
     "leads": Table(
         source=leads.outerjoin(customers, _CU.id == _L.customer_id),
         narrow=leads,
+        recent=_L.created_at,
         columns=_c(leads, "id", "dealership_id", "status", "source", "source_agent", "vehicle_of_interest")
         + _c(leads, "message", "customer_id", "created_at")
         + [_CU.first_name, _CU.last_name, _CU.email, _CU.phone],
@@ -262,8 +267,8 @@ async def read_page(
             stmt = sa.select(*t.columns).select_from(source).where(*where).order_by(*order)
             rows = [dict(r) for r in (await conn.execute(stmt.offset(offset).limit(limit + 1))).mappings().all()]
         else:
-            keys_stmt = sa.select(t.tiebreak).select_from(source).where(*where).order_by(*order)
-            keys = list((await conn.execute(keys_stmt.offset(offset).limit(limit + 1))).scalars().all())
+            newest_first = t.recent is not None and sort_key == t.default_sort and desc
+            keys = await _keys(conn, t, source, where, order, offset, limit, windowed=newest_first)
             stmt = sa.select(*t.columns).select_from(t.source).where(t.tiebreak.in_(keys))
             by_key = {r[t.tiebreak.name]: dict(r) for r in (await conn.execute(stmt)).mappings().all()}
             rows = [by_key[k] for k in keys if k in by_key]
@@ -273,6 +278,22 @@ async def read_page(
         total=min(total, cap),
         total_capped=total > cap,
     )
+
+
+async def _keys(
+    conn: Any, t: Table, source: Any, where: list[Any], order: list[Any], offset: int, limit: int, *, windowed: bool
+) -> list[Any]:
+    """A page's keys from the narrow source. Newest first, the last day is tried first, then wider windows: a window
+    holding more rows than the page reaches answers exactly what the whole table would (every row outside it is
+    older), read through the scope's ``(rooftop, time)`` index instead of sorting every row of the company."""
+    stmt = sa.select(t.tiebreak).select_from(source).where(*where).order_by(*order).offset(offset).limit(limit + 1)
+    if windowed:
+        now = datetime.now(UTC)
+        for days in WINDOWS_DAYS:
+            found = list((await conn.execute(stmt.where(t.recent >= now - timedelta(days=days)))).scalars().all())
+            if len(found) > limit:
+                return found
+    return list((await conn.execute(stmt)).scalars().all())
 
 
 def _plain(value: Any) -> Any:
