@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import logging
 import warnings
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -38,6 +39,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from forecourt import caching
+from forecourt.domain.aap_spec import normalise_numbers
 from forecourt.errors import ForecourtError, Unauthorized
 from forecourt.gateway.auth.asgi import credentials_from_scope
 from forecourt.gateway.base import Principal
@@ -304,9 +306,50 @@ class GatewayAgentSurface:
             except ForecourtError as exc:
                 return _refusal(exc, jsonrpc=jsonrpc)
             request.scope[PRINCIPAL_SCOPE] = principal
-            return binding_checks.json_answer(await endpoint(request))
+            return binding_checks.json_answer(integral_numbers(await endpoint(request)))
 
         return wrapped
+
+
+def integral_numbers(response: Response) -> Response:
+    """The SDK's answer with integral doubles written as integers (minor units, years, counts), streamed or not.
+
+    Protobuf ``Value`` makes every DataPart number a double, so an action's ``amount_minor`` would reach the
+    client as ``4463500.0``; the dealer agents' answers are normalised the same way (``app._normalised``).
+    """
+    source = getattr(response, "body_iterator", None)
+    if source is not None:  # an SSE stream: events are dicts or ServerSentEvents (sse-starlette), or text
+        response.body_iterator = _integral_events(source)  # type: ignore[attr-defined]
+        return response
+    if "json" not in (response.media_type or response.headers.get("content-type", "")):
+        return response
+    try:
+        body = json.loads(bytes(response.body))
+    except (ValueError, AttributeError):
+        return response
+    headers = {k: v for k, v in response.headers.items() if k.lower() not in ("content-length", "content-type")}
+    media_type = response.media_type or "application/json"
+    return JSONResponse(
+        normalise_numbers(body), status_code=response.status_code, headers=headers, media_type=media_type
+    )
+
+
+async def _integral_events(source: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    async for event in source:
+        if isinstance(event, dict) and isinstance(event.get("data"), str):
+            yield {**event, "data": _integral_json(event["data"])}
+        elif isinstance(getattr(event, "data", None), str):
+            event.data = _integral_json(event.data)
+            yield event
+        else:
+            yield event
+
+
+def _integral_json(text: str) -> str:
+    try:
+        return json.dumps(normalise_numbers(json.loads(text)))
+    except ValueError:
+        return text
 
 
 def _refusal(exc: ForecourtError, *, jsonrpc: bool) -> Response:
