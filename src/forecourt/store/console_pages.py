@@ -24,6 +24,7 @@ MAX_LIMIT = 100
 MAX_OFFSET = 10_000
 COUNT_CAP = 10_000
 WINDOWS_DAYS = (1, 7, 31, 366)
+WINDOW_MAX_OFFSET = 1_000
 SEARCH_COUNT_CAP = 1_000
 """A search's matches are counted up to here ("1,000+"): the count stops scanning once it has them."""
 
@@ -267,7 +268,9 @@ async def read_page(
             stmt = sa.select(*t.columns).select_from(source).where(*where).order_by(*order)
             rows = [dict(r) for r in (await conn.execute(stmt.offset(offset).limit(limit + 1))).mappings().all()]
         else:
+            # Not for a search (each window would match the customers again) nor deep pages (windows too small).
             newest_first = t.recent is not None and sort_key == t.default_sort and desc
+            newest_first = newest_first and not request.q and offset < WINDOW_MAX_OFFSET
             keys = await _keys(conn, t, source, where, order, offset, limit, windowed=newest_first)
             stmt = sa.select(*t.columns).select_from(t.source).where(t.tiebreak.in_(keys))
             by_key = {r[t.tiebreak.name]: dict(r) for r in (await conn.execute(stmt)).mappings().all()}
