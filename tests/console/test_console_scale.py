@@ -226,3 +226,17 @@ async def test_the_newest_leads_are_the_same_whether_found_in_a_recent_window_or
     ids = re.findall(r'/console/leads/[^/]+/(lead_[a-z0-9_]+)"', first.text + second.text)
     assert ids[:50] == [f"lead_win_{n:03d}" for n in range(50)]  # across the one-day window's edge, in order
     assert "lead_win_" not in oldest_first.text  # the demo's months-old leads come first that way
+
+
+async def test_a_refused_upstream_keeps_what_was_typed_on_the_upstreams_page(rig: Rig) -> None:
+    async with _client(rig) as client:
+        csrf = await sign_in(client, rig.keys["admin"])
+        refused = await client.post(
+            "/console/upstreams",
+            data={"csrf": csrf, "form": "upstream", "id": "Bad Id!", "url": "ftp://x.example", "description": "typed"},
+        )
+    assert refused.status_code == 422
+    assert '<p class="error" role="alert">' in refused.text
+    assert 'value="ftp://x.example"' in refused.text
+    assert 'value="typed"' in refused.text
+    assert "<h1>That did not work</h1>" not in refused.text  # the upstreams page itself, not the error page

@@ -76,12 +76,12 @@ def console_routes(
         Route("/inventory/{dealership_id}/upload", page(ops.upload_form), methods=get),
         Route("/inventory/{dealership_id}/upload", page(ops.upload, again=ops.upload_form), methods=post),
         Route("/approvals", page(ops.approvals), methods=get),
-        Route("/approvals/task", page(ops.complete_task), methods=post),
-        Route("/approvals/held/{approval_id}", page(ops.decide_held), methods=post),
+        Route("/approvals/task", page(ops.complete_task, again=ops.approvals), methods=post),
+        Route("/approvals/held/{approval_id}", page(ops.decide_held, again=ops.approvals), methods=post),
         Route("/tools", page(main.tools), methods=get),
         Route("/tools/try", page(tryout.try_tool, again=main.tools), methods=post),
         Route("/upstreams", page(ops.upstreams), methods=get),
-        Route("/upstreams", page(ops.save_upstream), methods=post),
+        Route("/upstreams", page(ops.save_upstream, again=ops.upstreams), methods=post),
         Route("/upstreams/{upstream_id}/{op:str}", page(ops.upstream_action), methods=post),
     ]
     prefix = core.prefix
