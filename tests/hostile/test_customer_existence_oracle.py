@@ -50,7 +50,8 @@ async def _existing_customer(rig: Rig) -> tuple[str, str, str]:
 
 def _fresh_contact() -> tuple[str, str]:
     tail = uuid.uuid4().int % 10_000_000
-    return f"nobody-{uuid.uuid4().hex[:10]}@example.net", f"+1415{tail:07d}"
+    # A valid San Francisco number: an exchange of 200-999 (0xx and 1xx are refused as no number at all).
+    return f"nobody-{uuid.uuid4().hex[:10]}@example.net", f"+1415{200 + tail % 800:03d}{tail % 10_000:04d}"
 
 
 def _shape(value: Any) -> Any:
