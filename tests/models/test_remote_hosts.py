@@ -47,7 +47,9 @@ class Host:
 
 
 @contextmanager
-def running_host(template_db: Path, tmp_path: Path, config_dir: Path, region: str, secret: str) -> Iterator[Host]:
+def running_host(
+    template_db: Path, tmp_path: Path, config_dir: Path, region: str, secret: str, tls: dict[str, Any] | None = None
+) -> Iterator[Host]:
     db = tmp_path / f"host-{region}.db"
     shutil.copyfile(template_db, db)
     settings = Settings(
@@ -57,6 +59,8 @@ def running_host(template_db: Path, tmp_path: Path, config_dir: Path, region: st
         adapter_config_dir=config_dir,
     )
     host = Host(create_host_app(settings, family="models", region=region, secret=secret))
+    for name, value in (tls or {}).items():  # uvicorn's own TLS options, as `forecourt adapters serve` sets them
+        setattr(host.server.server.config, name, value)
     host.server.start()
     try:
         yield host
@@ -217,3 +221,47 @@ async def test_model_invoke_routes_and_meters_through_a_remote_host(template, fa
         assert (result["output"], result["metadata"]["route"]["runtime"]) == (fakes.openai.reply, "openai")
         assert result["metadata"]["usage"]["input_tokens"] == 1
     assert hosts["us"].host.calls == 1
+
+
+async def test_with_mtls_only_a_gateway_holding_a_client_certificate_is_served(template, fakes, tmp_path, monkeypatch):
+    import ssl
+
+    from gateway_auth.pki import make_ca, make_leaf
+
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    ca = make_ca("Adapter hosts CA")
+    files = {}
+    for name, issued in (("ca", ca), ("host", make_leaf(ca, "host", server=True)), ("gw", make_leaf(ca, "gw"))):
+        (tmp_path / f"{name}.pem").write_text(issued.cert_pem)
+        (tmp_path / f"{name}.key").write_text(issued.key_pem)
+        files[name] = (str(tmp_path / f"{name}.pem"), str(tmp_path / f"{name}.key"))
+    tls = {
+        "ssl_certfile": files["host"][0],
+        "ssl_keyfile": files["host"][1],
+        "ssl_ca_certs": files["ca"][0],
+        "ssl_cert_reqs": ssl.CERT_REQUIRED,
+    }
+    config_dir = adapter_files(tmp_path / "host-adapters", fakes)
+    with running_host(template[0], tmp_path, config_dir, "us", SECRET, tls) as host:
+        url = host.url.replace("http://", "https://")
+        client_tls = {"cert_file": files["gw"][0], "key_file": files["gw"][1], "ca_file": files["ca"][0]}
+        for with_cert in (True, False):
+            (tmp_path / "gateway").mkdir(exist_ok=True)
+            remote = {"tls": client_tls if with_cert else {"ca_file": files["ca"][0]}}
+            async with gateway(template, fakes, tmp_path, {"us": _At(url)}, **remote) as rig:
+                if with_cert:
+                    outcome = await rig.invoke("openai.invokeModel", CHAT)
+                    assert outcome.output == fakes.openai.reply
+                else:
+                    with pytest.raises(ForecourtError) as info:
+                        await rig.invoke("openai.invokeModel", CHAT)
+                    assert info.value.code == "upstream.unavailable"
+            shutil.rmtree(tmp_path / "gateway")
+        assert host.host.calls == 1
+
+
+class _At:
+    """A host known only by its URL."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url

@@ -104,13 +104,14 @@ class RemoteFamily:
         )
 
     def _verify(self) -> Any:
-        """mTLS to the hosts when ``tls`` names this gateway's client certificate (and the hosts' CA)."""
-        if not self.tls.get("cert_file"):
+        """TLS to the hosts with ``tls.ca_file`` (their CA); mTLS with ``tls.cert_file`` (this gateway's cert)."""
+        if not self.tls.get("cert_file") and not self.tls.get("ca_file"):
             return True
         import ssl
 
         context = ssl.create_default_context(cafile=self.tls.get("ca_file"))
-        context.load_cert_chain(self.tls["cert_file"], self.tls.get("key_file"))
+        if self.tls.get("cert_file"):
+            context.load_cert_chain(self.tls["cert_file"], self.tls.get("key_file"))
         return context
 
     def candidates(self, region: str | None) -> list[Host]:
