@@ -74,6 +74,8 @@ def test_every_write_the_cli_makes_is_an_audited_operator_call_under_the_rooftop
 def test_a_refused_cli_write_is_audited_too_and_exits_1(db: Path) -> None:
     refused = _cli(db, "crm", "http", "--dealership", TOYOTA, "--url", "ftp://crm.example.com/adf")
     assert refused.exit_code == 1, refused.output
+    assert "error invalid_params" in refused.output
+    assert "/url: [unsafe_url]" in refused.output  # the rule the admin API names for a rooftop's crm_endpoint
     assert [(r["action"], r["result_class"]) for r in _cli_records(db)] == [("admin.crm.endpoint.set", "error")]
 
 

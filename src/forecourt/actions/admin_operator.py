@@ -23,6 +23,7 @@ from forecourt.domain.people import email_problem
 from forecourt.domain.timeutil import utcnow
 from forecourt.errors import CompanyNotFound, DealershipNotFound, InvalidParams, MailRouteNotFound
 from forecourt.netguard import check_url_async
+from forecourt.outbound_urls import check_saved_urls
 from forecourt.settings import Settings
 from forecourt.store.base import Store
 
@@ -168,11 +169,16 @@ NOT_TENANCY = frozenset(a.name for a in OPERATOR_ACTIONS)
 async def set_http_endpoint(store: Store, settings: Settings, dealership_id: str, url: str) -> None:
     """Point the dealership's ADF HTTP delivery at ``url`` (SSRF-checked now and before every attempt).
 
+    Checked as every door checks a rooftop's ``crm_endpoint`` (the admin API, the console, ``forecourt apply``).
+
     Raises:
-        UnsafeTarget: not http(s), or a private address while private targets are not allowed.
+        InvalidParams: not http(s), or a private address while private targets are not allowed (rule
+            ``unsafe_url`` at ``/url``).
         DealershipNotFound: no such dealership.
     """
-    await check_url_async(url, allow_private=settings.allow_private_targets)
+    problems = await check_saved_urls([("/url", url)], allow_private=settings.allow_private_targets)
+    if problems:
+        raise InvalidParams("The URL is not an allowed fetch target.", details={"errors": problems})
     async with store.transaction() as uow:
         dealer = await uow.tenancy.get_dealership(dealership_id)
         if dealer is None:
