@@ -2,7 +2,8 @@
 
 Signs in, creates a rooftop and a key, edits a policy and sees the pre-flight refuse it, approves a waiting
 workflow task, filters the audit log, checks accessibility basics (labels, focus order, contrast of the
-default theme), and saves screenshots under docs/console/ (linked from docs/console.md and the README).
+default theme), and with FORECOURT_UPDATE_SCREENSHOTS=1 saves screenshots under docs/console/ (linked from
+docs/console.md and the README).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from gateway.support import BAY, MOTOR, TOYOTA, Template, base_settings
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"
+# The screenshots of docs/console.md are rewritten only when asked, so a test run never changes the repository's files.
+UPDATE_SHOTS = os.environ.get("FORECOURT_UPDATE_SCREENSHOTS") == "1"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 CONTRAST_JS = """
@@ -151,6 +154,8 @@ def _until(driver: Any, css: str, text: str) -> Any:
 
 
 def _shot(driver: Any, name: str) -> None:
+    if not UPDATE_SHOTS:
+        return
     SHOTS.mkdir(parents=True, exist_ok=True)
     driver.save_screenshot(str(SHOTS / f"{name}.png"))
 
