@@ -172,12 +172,37 @@ function registerPrompts(server) {
   }));
 }
 
+// json-schema-2020-12 (SEP-1613): the listing must keep $schema, $defs and additionalProperties. The SDK writes a
+// tool's inputSchema from zod, so the listing of this one tool is given its 2020-12 schema verbatim.
+const SCHEMA_2020_12 = {
+  $schema: "https://json-schema.org/draft/2020-12/schema",
+  type: "object",
+  $defs: { address: { type: "object", properties: { street: { type: "string" }, city: { type: "string" } } } },
+  properties: { name: { type: "string" }, address: { $ref: "#/$defs/address" } },
+  additionalProperties: false,
+};
+
+function registerSchemaTool(server) {
+  server.registerTool("json_schema_2020_12_tool", {
+    description: "Tool with JSON Schema 2020-12 features",
+    inputSchema: { name: z.string().optional(), address: z.object({ street: z.string().optional(), city: z.string().optional() }).optional() },
+  }, async (args) => text(`Received: ${JSON.stringify(args)}`));
+  const handlers = server.server._requestHandlers;
+  const list = handlers.get("tools/list");
+  handlers.set("tools/list", async (request, extra) => {
+    const result = await list(request, extra);
+    for (const tool of result.tools) if (tool.name === "json_schema_2020_12_tool") tool.inputSchema = SCHEMA_2020_12;
+    return result;
+  });
+}
+
 function newServer() {
   const server = new McpServer(
     { name: "forecourt-conformance-server", version: "1.0.0" },
     { capabilities: { logging: {}, completions: {}, resources: { subscribe: true } } },
   );
   registerTools(server);
+  registerSchemaTool(server);
   registerResources(server);
   registerPrompts(server);
   return server;

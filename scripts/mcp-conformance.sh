@@ -92,8 +92,11 @@ OUT="${MCP_CONFORMANCE_OUT:-$WORK/results}"
 mkdir -p "$OUT/direct" "$OUT/gateway"
 run_suite() { # run_suite <url> <out>: the suite exits non-zero when any check fails; the comparison decides
   (cd "$2" && "$NODE" "$SUITE" server --url "$1" -o "$2" >"$2/suite.log" 2>&1) || true
-  # Outside the suite's active set in 0.1.16, but it applies to any server (SEP-1699: resumable SSE streams).
-  (cd "$2" && "$NODE" "$SUITE" server --url "$1" --scenario server-sse-polling -o "$2" >>"$2/suite.log" 2>&1) || true
+  # Outside the suite's active set in 0.1.16, but they apply to any server (SEP-1699: resumable SSE streams;
+  # SEP-1613: JSON Schema 2020-12 keywords kept in tools/list).
+  for scenario in server-sse-polling json-schema-2020-12; do
+    (cd "$2" && "$NODE" "$SUITE" server --url "$1" --scenario "$scenario" -o "$2" >>"$2/suite.log" 2>&1) || true
+  done
 }
 run_suite "http://127.0.0.1:$UP_PORT/mcp" "$OUT/direct"
 run_suite "http://127.0.0.1:$PORT/mcp" "$OUT/gateway"
