@@ -1,5 +1,5 @@
 """The models family on remote adapter hosts: a gateway and two hosts (regions ``us`` and ``eu``) on loopback, each
-host a real uvicorn server (``forecourt.adapter_host``) running the same adapters against the same fake runtimes."""
+host a real uvicorn server (``forecourt.cli.adapter_host``) running the same adapters against the same fake runtimes."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from fakes.server import LoopbackServer
-from forecourt.adapter_host import AdapterHost, create_host_app
 from forecourt.adapters.remote import RemoteAdapter
 from forecourt.adapters.remote.wire import sign_service_token
+from forecourt.cli.adapter_host import AdapterHost, create_host_app
 from forecourt.errors import ForecourtError
 from forecourt.settings import Settings
 

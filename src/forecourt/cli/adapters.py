@@ -28,8 +28,8 @@ def serve(
 
     import uvicorn
 
-    from forecourt.adapter_host import create_host_app, host_secret
     from forecourt.adapters.remote import FAMILIES
+    from forecourt.cli.adapter_host import create_host_app, host_secret
 
     if family not in FAMILIES:
         raise typer.BadParameter(f"one of {', '.join(FAMILIES)}", param_hint="--family")

@@ -1,5 +1,5 @@
 """Remote adapter hosts: the gateway's proxy (:mod:`.client`) and the wire both sides speak (:mod:`.wire`). The host
-service itself is :mod:`forecourt.adapter_host` (``forecourt adapters serve``)."""
+service itself is :mod:`forecourt.cli.adapter_host` (``forecourt adapters serve``)."""
 
 from __future__ import annotations
 
