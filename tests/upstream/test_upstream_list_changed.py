@@ -89,3 +89,37 @@ async def test_an_unknown_tool_in_the_2026_era_is_a_clear_error_naming_it(
     assert "no.such_tool" in error.message
     assert error.data["code"] == "action.unknown"
     assert error.data["details"] == {"tool": "no.such_tool"}
+
+
+async def test_a_stdio_session_hears_an_upstream_change_of_its_company(
+    live: LiveServer, upstream: UpstreamProcess, keys: dict[str, str]
+) -> None:
+    import sys
+    from pathlib import Path
+
+    from mcp import StdioServerParameters
+    from upstream_support import PEPPER
+
+    heard: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            heard.append("tools")
+
+    env = {
+        "FORECOURT_DATABASE_URL": live.settings.database_url,
+        "FORECOURT_API_KEY_PEPPER": PEPPER,
+        "FORECOURT_MCP_TOKEN": keys[FED_KEY],
+        "FORECOURT_ALLOW_PRIVATE_TARGETS": "true",
+        "FORECOURT_UPSTREAM_SYNC_INTERVAL_S": "0.2",
+        "FORECOURT_LOG_LEVEL": "WARNING",
+    }
+    command = str(Path(sys.executable).parent / "forecourt")
+    params = StdioServerParameters(command=command, args=["mcp", "--stdio"], env=env)
+    async with Client(params, mode="legacy", message_handler=on_message) as client:  # type: ignore[arg-type]
+        tools = client.server_capabilities.tools
+        assert tools is not None
+        assert tools.list_changed is True
+        await _register(live, keys, upstream)
+        await wait_for(lambda: bool(heard), 20.0)
+        assert "up.echo" in {t.name for t in (await client.list_tools()).tools}
