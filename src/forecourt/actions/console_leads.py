@@ -22,14 +22,6 @@ ADAPTER_ID = "console_leads"
 
 LEAD_ACTIONS: tuple[Action, ...] = (
     console_action(
-        "console.leads.list",
-        "A rooftop's recent leads with their delivery state; names, emails and phones masked unless revealed.",
-        {"dealership_id": DEALERSHIP, "reveal": {"type": "boolean"}, "limit": {"type": "integer", "maximum": 200}},
-        ["dealership_id"],
-        adapter=ADAPTER_ID,
-        write=False,
-    ),
-    console_action(
         "console.leads.show",
         "One lead: its customer (masked unless revealed), delivery attempts and the ADF sent to the CRM.",
         {"dealership_id": DEALERSHIP, "lead_id": SHORT, "reveal": {"type": "boolean"}},
@@ -133,7 +125,6 @@ class ConsoleLeads:
 
     def __init__(self) -> None:
         self._handlers: dict[str, Callable[[Mapping[str, Any], ExecutionContext], Awaitable[Any]]] = {
-            "console.leads.list": self._list,
             "console.leads.show": self._show,
             "console.deliveries.retry": self._retry,
         }
@@ -144,26 +135,6 @@ class ConsoleLeads:
         require_admin(context, company_id)
         await one_dealership(context.store, context, company_id, str(payload["dealership_id"]))
         return AdapterResult(output=await self._handlers[context.action.name](payload, context))
-
-    async def _list(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> Any:
-        dealership_id = str(payload["dealership_id"])
-        reveal = bool(payload.get("reveal", False))
-        async with ctx.store.read() as uow:
-            leads, total = await uow.leads.page(dealership_id, 0, int(payload.get("limit", 50)))
-            customers = {
-                lead.customer_id: await uow.customers.get(dealership_id, lead.customer_id)
-                for lead in leads
-                if lead.customer_id
-            }
-        deliveries = await queries.recent_deliveries(ctx.store, [dealership_id], limit=200)
-        state: dict[str, str] = {}
-        for d in deliveries:
-            state.setdefault(d.subject_id, d.status)
-        items = [
-            {**_lead(lead, customers.get(lead.customer_id or ""), reveal), "delivery": state.get(lead.id)}
-            for lead in leads
-        ]
-        return {"items": items, "total": total, "revealed": reveal}
 
     async def _show(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> Any:
 

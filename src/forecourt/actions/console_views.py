@@ -22,7 +22,6 @@ from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionCo
 from forecourt.actions.console_common import (
     DEALERSHIP,
     SHORT,
-    company_dealerships,
     console_action,
     is_operator,
     one_dealership,
@@ -76,14 +75,6 @@ CONSOLE_ACTIONS: tuple[Action, ...] = (
         "console.audit.search",
         "Audit records of the company matching the filters, newest first (stored redacted).",
         {**AUDIT_FILTERS, "limit": {"type": "integer", "minimum": 1, "maximum": 5000}},
-        [],
-        adapter=ADAPTER_ID,
-        write=False,
-    ),
-    console_action(
-        "console.inventory.summary",
-        "Per rooftop: vehicles, available vehicles and how fresh the feed is.",
-        {},
         [],
         adapter=ADAPTER_ID,
         write=False,
@@ -217,7 +208,6 @@ class ConsoleViews:
             "console.companies.list": self._companies,
             "console.overview": self._overview,
             "console.audit.search": self._audit,
-            "console.inventory.summary": self._inventory,
             "console.inventory.import": self._import,
             "console.tools.list": self._tools,
         }
@@ -289,18 +279,6 @@ class ConsoleViews:
         found = audit_filter(payload)
         records = await queries.audit_search(ctx.store, found, limit=int(payload.get("limit", 200)))
         return {"items": [r.model_dump(mode="json") for r in records]}
-
-    async def _inventory(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> Any:
-        company_id = str(payload["company_id"])
-        dealerships = await company_dealerships(ctx.store, ctx, company_id)
-        stats = await queries.inventory_freshness(ctx.store, [d.id for d in dealerships]) if dealerships else {}
-        empty = {"vehicles": 0, "available": 0, "newest_verified_at": None, "oldest_verified_at": None}
-        scheduled = await last_scheduled(ctx.store, {d.id for d in dealerships})
-        items = [
-            {"dealership_id": d.id, "name": d.name, **stats.get(d.id, empty), "scheduled": scheduled.get(d.id)}
-            for d in dealerships
-        ]
-        return {"items": items}
 
     async def _import(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> Any:
         from forecourt.inventory_import import import_feed
