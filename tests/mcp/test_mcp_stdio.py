@@ -65,7 +65,7 @@ def test_stdio_refuses_to_start_with_an_expired_token(mcp_template: Template, tm
         stdin=subprocess.DEVNULL,
         check=False,
     )
-    assert expired.returncode == 2
+    assert expired.returncode == 1  # refused (docs/operations.md: 0 ok, 1 refused, 2 usage)
     assert b"auth.expired" in expired.stderr
     assert expired.stdout == b""  # stdout carries JSON-RPC only
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import typer
 from pydantic import SecretStr
 
-from forecourt.cli.common import ConfigOption, load_settings, refuse
+from forecourt.cli.common import EXIT_REFUSED, ConfigOption, load_settings, refuse
 from forecourt.errors import ForecourtError
 from forecourt.settings import Settings
 
@@ -154,6 +154,6 @@ def mcp(
         asyncio.run(serve_stdio(settings, early))
     except ForecourtError as exc:
         print(f"error {exc.code}: {exc.message}", file=sys.stderr, flush=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_REFUSED) from None  # the server refused (a bad or expired credential): 1, not usage
     except KeyboardInterrupt:  # pragma: no cover - a host closing us
         raise typer.Exit(0) from None
