@@ -99,9 +99,9 @@ async def test_an_injected_upstream_result_is_marked_and_flagged_on_every_door_a
         assert mark["untrusted"] is True
         assert mark["sources"] == ["upstream_tool_result"]
         assert _flags(mark) == FLAGS
-        text = result.content[0].text
-        assert text.startswith(f'<untrusted-data id="{mark["delimiter"]}"')
-        assert INJECTION in text  # delimited, not rewritten
+        block = result.content[0]
+        assert block.meta == {"forecourt/untrusted": {"id": mark["delimiter"], "sources": ["upstream_tool_result"]}}
+        assert block.text == INJECTION  # delimited as data, not rewritten
     rest_mark = rest.json()["result"]["metadata"]["provenance"]
     assert _flags(rest_mark) == FLAGS
     assert rest.json()["result"]["output"]["content"][0]["text"] == INJECTION

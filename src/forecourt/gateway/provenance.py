@@ -12,8 +12,8 @@ good text from bad, so it says where the text came from: every such result carri
 ``flags`` names known injection patterns found in that text — instructions addressed to the model, hidden
 Unicode (zero-width, bidirectional and tag characters), markup (HTML, script, markdown images that fetch a URL)
 — each with its JSON pointer. Nothing is rewritten: the text reaches the caller exactly as stored; a host
-renders the marked fields as data. ``delimiter`` is a per-result random id the MCP door wraps text content in
-(``<untrusted-data id=...>``), so injected text cannot close the wrapper.
+renders the marked fields as data. ``delimiter`` is a per-result random id the MCP door puts beside each text
+block (its ``_meta``), outside the text, so injected text cannot end it (surfaces/marks.py).
 
 Which actions: an action declares it (``Action.third_party_text``: upstream tools do), or :data:`DECLARED` names
 it, or its type does (every ``model.invoke`` answer is a model output).
