@@ -6,7 +6,7 @@ import pytest
 
 from .support import MOTOR, Rig
 
-_NOT_TIMESTAMPS = ("garbage", "2026-11-28T10:00:00", "2026-13-40T99:00:00+00:00", "1")
+_NOT_TIMESTAMPS = ("", "garbage", "2026-11-28T10:00:00", "2026-13-40T99:00:00+00:00", "1")
 
 
 @pytest.mark.parametrize("value", _NOT_TIMESTAMPS)

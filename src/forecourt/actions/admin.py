@@ -34,7 +34,7 @@ _OBJ: dict[str, Any] = {"type": "object"}
 def _time_field(payload: Mapping[str, Any], name: str) -> datetime | None:
     """``payload[name]`` as an aware timestamp (``None`` when absent); anything else is a field error, never a 500."""
     value = payload.get(name)
-    if value is None or value == "":
+    if value is None:
         return None
     try:
         return parse_rfc3339(str(value))
