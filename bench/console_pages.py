@@ -81,25 +81,53 @@ def _people(engine: sa.Engine, rooftops: list[str], total: int, now: datetime) -
         customer_id, lead_id = f"cus_b{n:06d}", f"lead_b{n:06d}"
         email = f"{first.lower()}.{last.lower()}{n}@example.com"
         people.append(
-            {"id": customer_id, "dealership_id": rooftop, "first_name": first, "last_name": last, "email": email,
-             "email_l": email, "phone": f"+1916555{n % 10_000:04d}", "postal_code": "95814", "created_at": at,
-             "updated_at": at}  # fmt: skip
+            {
+                "id": customer_id,
+                "dealership_id": rooftop,
+                "first_name": first,
+                "last_name": last,
+                "email": email,
+                "email_l": email,
+                "phone": f"+1916555{n % 10_000:04d}",
+                "postal_code": "95814",
+                "created_at": at,
+                "updated_at": at,
+            }
         )
         interest.append(
-            {"id": lead_id, "dealership_id": rooftop, "customer_id": customer_id, "status": rng.choice(STATUSES),
-             "source": rng.choice(("aap", "mcp", "website")), "source_agent": "bench-agent",
-             "vehicle_of_interest": {"year": 2025, "make": "Toyota", "model": "Camry"}, "message": "Is it available?",
-             "submitted_at": at, "created_at": at, "updated_at": at}  # fmt: skip
+            {
+                "id": lead_id,
+                "dealership_id": rooftop,
+                "customer_id": customer_id,
+                "status": rng.choice(STATUSES),
+                "source": rng.choice(("aap", "mcp", "website")),
+                "source_agent": "bench-agent",
+                "vehicle_of_interest": {"year": 2025, "make": "Toyota", "model": "Camry"},
+                "message": "Is it available?",
+                "submitted_at": at,
+                "created_at": at,
+                "updated_at": at,
+            }
         )
         pairs.append((rooftop, lead_id))
     _insert(engine, customers, people)
     _insert(engine, leads, interest)
     sent = [
-        {"id": f"dlv_b{n:06d}", "kind": "crm_adf", "dealership_id": r, "target": "https://crm.example.com/adf",
-         "subject_id": lead, "body": "<adf/>", "content_type": "application/xml",
-         "status": "failed" if n % 50 == 0 else "pending" if n % 10 == 0 else "delivered", "attempts": 1 + n % 3,
-         "next_attempt_at": now + timedelta(days=1), "last_error": "HTTP 503" if n % 50 == 0 else None,
-         "delivered_at": now if n % 10 else None, "created_at": now - timedelta(minutes=n % 1440)}  # fmt: skip
+        {
+            "id": f"dlv_b{n:06d}",
+            "kind": "crm_adf",
+            "dealership_id": r,
+            "target": "https://crm.example.com/adf",
+            "subject_id": lead,
+            "body": "<adf/>",
+            "content_type": "application/xml",
+            "status": "failed" if n % 50 == 0 else "pending" if n % 10 == 0 else "delivered",
+            "attempts": 1 + n % 3,
+            "next_attempt_at": now + timedelta(days=1),
+            "last_error": "HTTP 503" if n % 50 == 0 else None,
+            "delivered_at": now if n % 10 else None,
+            "created_at": now - timedelta(minutes=n % 1440),
+        }
         for n, (r, lead) in enumerate(pairs)
         if n % 5 == 0
     ]
@@ -110,17 +138,35 @@ def _people(engine: sa.Engine, rooftops: list[str], total: int, now: datetime) -
 def _tenancy_rows(engine: sa.Engine, rooftops: list[str], count: int, now: datetime) -> None:
     """``count`` members, each with a key (hashes are not real: nobody signs in with them)."""
     team = [
-        {"company_id": BULK_COMPANY, "id": f"agent-{n:04d}", "profile_id": BULK_PROFILE, "name": f"Agent {n}",
-         "kind": "agent" if n % 4 else "person", "security_type": "api_key", "allowed_tools": ["*"],
-         "scopes": ["amcp:inventory:read"], "dealership_ids": rooftops[n % len(rooftops) : n % len(rooftops) + 3],
-         "is_admin": n % 50 == 0, "agent_config": {}, "active": True}  # fmt: skip
+        {
+            "company_id": BULK_COMPANY,
+            "id": f"agent-{n:04d}",
+            "profile_id": BULK_PROFILE,
+            "name": f"Agent {n}",
+            "kind": "agent" if n % 4 else "person",
+            "security_type": "api_key",
+            "allowed_tools": ["*"],
+            "scopes": ["amcp:inventory:read"],
+            "dealership_ids": rooftops[n % len(rooftops) : n % len(rooftops) + 3],
+            "is_admin": n % 50 == 0,
+            "agent_config": {},
+            "active": True,
+        }
         for n in range(count)
     ]
     _insert(engine, members, team)
     keys = [
-        {"prefix": f"fc_bench{n:05d}", "key_hash": "x" * 64, "company_id": BULK_COMPANY, "member_id": f"agent-{n:04d}",
-         "name": f"key {n}", "scopes": [], "dealership_ids": [], "created_at": now - timedelta(hours=n),
-         "revoked_at": now if n % 7 == 0 else None}  # fmt: skip
+        {
+            "prefix": f"fc_bench{n:05d}",
+            "key_hash": "x" * 64,
+            "company_id": BULK_COMPANY,
+            "member_id": f"agent-{n:04d}",
+            "name": f"key {n}",
+            "scopes": [],
+            "dealership_ids": [],
+            "created_at": now - timedelta(hours=n),
+            "revoked_at": now if n % 7 == 0 else None,
+        }
         for n in range(count)
     ]
     _insert(engine, api_keys, keys)
@@ -129,22 +175,43 @@ def _tenancy_rows(engine: sa.Engine, rooftops: list[str], count: int, now: datet
 def _audit_rows(engine: sa.Engine, rooftops: list[str], count: int, held: int, pairs: list[Any], now: datetime) -> None:
     rng = random.Random(7)
     records = [
-        {"id": f"aud_b{n:07d}", "company_id": BULK_COMPANY, "dealership_id": rng.choice(rooftops),
-         "member_id": f"agent-{n % 100:04d}", "action": rng.choice(ACTIONS), "action_type": "tool.run",
-         "args_digest": "0" * 64, "args_redacted": {"dealership_id": "…", "limit": 20},
-         "result_class": "error" if n % 40 == 0 else "ok", "status_code": 500 if n % 40 == 0 else 200,
-         "error_code": "internal_error" if n % 40 == 0 else None, "duration_ms": rng.uniform(2, 80),
-         "trace_id": f"{n:032x}", "surface": rng.choice(("mcp", "a2a", "rest")), "processed_by": "bench",
-         "occurred_at": now - timedelta(seconds=rng.randint(0, 3_599))}  # fmt: skip
+        {
+            "id": f"aud_b{n:07d}",
+            "company_id": BULK_COMPANY,
+            "dealership_id": rng.choice(rooftops),
+            "member_id": f"agent-{n % 100:04d}",
+            "action": rng.choice(ACTIONS),
+            "action_type": "tool.run",
+            "args_digest": "0" * 64,
+            "args_redacted": {"dealership_id": "…", "limit": 20},
+            "result_class": "error" if n % 40 == 0 else "ok",
+            "status_code": 500 if n % 40 == 0 else 200,
+            "error_code": "internal_error" if n % 40 == 0 else None,
+            "duration_ms": rng.uniform(2, 80),
+            "trace_id": f"{n:032x}",
+            "surface": rng.choice(("mcp", "a2a", "rest")),
+            "processed_by": "bench",
+            "occurred_at": now - timedelta(seconds=rng.randint(0, 3_599)),
+        }
         for n in range(count)
     ]
     _insert(engine, audit_records, records)
     waiting = [
-        {"id": f"apr_b{n:05d}", "company_id": BULK_COMPANY, "dealership_id": pairs[n][0], "member_id": "bench-agent",
-         "action": "leads.update", "args_digest": f"{n:064d}",
-         "args_redacted": {"dealership_id": pairs[n][0], "lead_id": pairs[n][1], "status": "lost"},
-         "rule": "leads.update when status eq 'lost'", "status": "pending", "surface": "mcp",
-         "requested_at": now - timedelta(minutes=n), "comment": "", "held": None}  # fmt: skip
+        {
+            "id": f"apr_b{n:05d}",
+            "company_id": BULK_COMPANY,
+            "dealership_id": pairs[n][0],
+            "member_id": "bench-agent",
+            "action": "leads.update",
+            "args_digest": f"{n:064d}",
+            "args_redacted": {"dealership_id": pairs[n][0], "lead_id": pairs[n][1], "status": "lost"},
+            "rule": "leads.update when status eq 'lost'",
+            "status": "pending",
+            "surface": "mcp",
+            "requested_at": now - timedelta(minutes=n),
+            "comment": "",
+            "held": None,
+        }
         for n in range(held)
     ]
     _insert(engine, approvals, waiting)
@@ -253,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{'page':<64} {'status':>6} {'KB':>7} {'median ms':>10} {'max ms':>8}")
     for r in rows:
         mark = "" if r["within"] else "  <- over 200 KB or 300 ms"
-        print(f"{r['page'][:64]:<64} {r['status']:>6} {r['bytes'] / 1000:>7.1f} {r['median_ms']:>10} {r['max_ms']:>8}{mark}")
+        size = f"{r['bytes'] / 1000:>7.1f}"
+        print(f"{r['page'][:64]:<64} {r['status']:>6} {size} {r['median_ms']:>10} {r['max_ms']:>8}{mark}")
     return 0 if all(r["status"] == 200 for r in rows) else 1
 
 
