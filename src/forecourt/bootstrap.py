@@ -307,6 +307,7 @@ def _remote_adapters(catalogue: Catalogue, configs: AdapterConfigSource) -> list
 def _register_console_actions(catalogue: Catalogue, gateway: Gateway, *, services_store: Store) -> None:
     """The operator console's actions (views, leads, approvals, policy pre-flight) and the approval stage."""
     from forecourt.actions.approvals import register_approvals
+    from forecourt.actions.budgets import register_budgets
     from forecourt.actions.console_leads import register_console_leads
     from forecourt.actions.console_tables import register_console_tables
     from forecourt.actions.console_views import register_console_views
@@ -322,6 +323,7 @@ def _register_console_actions(catalogue: Catalogue, gateway: Gateway, *, service
     register_console_leads(catalogue)
     register_console_tables(catalogue)
     register_approvals(catalogue, held.run)
+    register_budgets(catalogue, gateway.protect.usage_report)
     register_policy_preflight(catalogue, gateway)
     gateway.approvals = gate
 

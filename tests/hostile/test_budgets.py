@@ -59,8 +59,11 @@ async def test_a_members_call_budget_is_one_meter_across_every_door_and_answers_
             finally:
                 await agent.close()
         metrics = await live.metrics()
+        usage = await live.admin("GET", "/budgets", hostile_template.keys["admin"])
     finally:
         live.stop()
+    mine = next(i for i in usage.json()["items"] if i["scope"] == "member" and i["id"] == "crm-agent")
+    assert (mine["used"]["calls"], mine["limits"]) == (2, {"calls": 2})
     assert first.status_code == 200
     assert not second.is_error
     assert third.is_error

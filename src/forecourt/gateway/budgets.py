@@ -87,6 +87,21 @@ def subjects(principal: Principal, policies: list[Policy]) -> list[Subject]:
     return found
 
 
+def budget_limits(policies: list[Policy]) -> Callable[[str, str], dict[str, int]]:
+    """The limits of a ``member`` or ``key`` (by member id or key prefix) under ``policies``."""
+
+    def limits(scope: str, ident: str) -> dict[str, int]:
+        found: Budget | None = None
+        for policy in policies:
+            b = policy.protections.budgets
+            if b is not None:
+                own = b.members.get(ident, b.member) if scope == "member" else b.keys.get(ident, b.key)
+                found = _lowest(found, own)
+        return found.limits() if found is not None else {}
+
+    return limits
+
+
 def price_minor(pricing: Any, model: str, tokens_in: int, tokens_out: int) -> int:
     """What a model call cost, in minor units, under an adapter's ``pricing`` (0 when the model has no price)."""
     if not isinstance(pricing, Mapping):
@@ -193,4 +208,4 @@ class BudgetGuard:
         ]
 
 
-__all__ = ["METERS", "BudgetGuard", "Subject", "period_of", "price_minor", "subjects", "usage_of"]
+__all__ = ["METERS", "BudgetGuard", "Subject", "budget_limits", "period_of", "price_minor", "subjects", "usage_of"]

@@ -28,7 +28,7 @@ from forecourt.domain.tenancy import Dealership, Policy
 from forecourt.gateway import provenance
 from forecourt.gateway.backends.protections import MemoryBudgetMeters, MemorySessionTaint, SessionTaint
 from forecourt.gateway.base import Invocation, Outcome, Principal
-from forecourt.gateway.budgets import BudgetGuard, price_minor, usage_of
+from forecourt.gateway.budgets import BudgetGuard, budget_limits, price_minor, usage_of
 from forecourt.gateway.errors import SessionRestricted
 from forecourt.gateway.policy import TenancyCache, matches_any
 from forecourt.store.base import AuditRecord, Store
@@ -160,6 +160,20 @@ class Protections:
         model = str(outcome.metadata.get("model") or "")
         spend = price_minor(config.get("pricing"), model, tokens_in, tokens_out)
         await self.budgets.consumed(principal, policies, tokens_in, tokens_out, spend)
+
+    async def usage_report(self, company_id: str) -> dict[str, Any]:
+        """This period's meters and limits of the company's members and API keys (``admin.budgets.usage``)."""
+        policies = await self.tenancy.policies(company_id)
+        async with self.store.read() as uow:
+            members = await uow.tenancy.list_members(company_id)
+            keys = await uow.tenancy.list_api_keys(company_id)
+        limits = budget_limits(policies)
+        names = [("member", m.id) for m in members] + [("key", k.prefix) for k in keys]
+        rows = await self.budgets.usage(company_id, names, policies)
+        for row in rows:
+            row["limits"] = limits(row["scope"], row["id"])
+        period = rows[0] if rows else {}
+        return {"period": period.get("period"), "resets_at": period.get("resets_at"), "items": rows}
 
     @staticmethod
     def audited(call: CallState, record: AuditRecord) -> AuditRecord:

@@ -39,6 +39,7 @@ _ROUTES: list[tuple[str, str, str, str | None, dict[str, str]]] = [
     ("GET", "/queries", "admin.queries.list", None, {}),
     ("PUT", "/queries/{item_id}", "admin.queries.upsert", "query", {"item_id": "id"}),
     ("DELETE", "/queries/{item_id}", "admin.queries.delete", None, {"item_id": "query_id"}),
+    ("GET", "/budgets", "admin.budgets.usage", None, {}),
     ("GET", "/upstreams", "admin.upstreams.list", None, {}),
     ("PUT", "/upstreams/{item_id}", "admin.upstreams.upsert", "upstream", {"item_id": "id"}),
     ("DELETE", "/upstreams/{item_id}", "admin.upstreams.delete", None, {"item_id": "upstream_id"}),
