@@ -1,5 +1,8 @@
 """The A2A ``AgentExecutor`` of every dealer agent: one DataPart in, one ``Message`` out, via ``Gateway.invoke``.
 
+A new message of text parts only is a free-text inventory search answered as a completed Task
+(:mod:`forecourt.surfaces.a2a.free_text`).
+
 Errors never become A2A Tasks: the SDK would store a FAILED task holding the customer's message (PII)
 in the task store. The executor records the AAP error in the request's shared ``aap`` slot and answers
 a placeholder ``Message``; the endpoint wrappers in :mod:`forecourt.surfaces.a2a.app` replace the
@@ -26,6 +29,7 @@ from forecourt.domain.aap_spec import SKILLS_BY_MEDIA_TYPE, SKILLS_BY_REQUEST_TY
 from forecourt.errors import ApprovalPending, ForecourtError, InternalError
 from forecourt.gateway.base import Credentials, Invocation, Outcome
 from forecourt.gateway.pipeline import Gateway
+from forecourt.surfaces.a2a import free_text
 from forecourt.surfaces.a2a.errors import AapError, UnsupportedSkill, aap_error, to_aap_error
 
 logger = logging.getLogger(__name__)
@@ -110,28 +114,50 @@ class AapExecutor(AgentExecutor):
         if message is None or not message.parts:
             raise UnsupportedSkill("The message carries no AAP DataPart.")
         parts = get_data_parts(list(message.parts))
+        query = free_text.free_text_query(list(message.parts)) if context.current_task is None else None
+        if query is not None:
+            return await self._search_text(context, state, query)
         if not parts or not isinstance(parts[0], dict):
             raise UnsupportedSkill("The first part must be an AAP DataPart.")
         media_type = next((p.media_type for p in message.parts if p.HasField("data")), "")
         payload = normalise_numbers(parts[0])
         skill = skill_for(payload, media_type)
         dealership_id = str(state.get("dealership_id") or "")
-        headers: dict[str, str] = state.get("headers") or {}
-        outcome = await self.invoke_skill(
-            skill,
-            payload,
-            dealership_id=dealership_id,
-            credentials=state.get("credentials") or Credentials(),
-            request_id=str(state.get("request_id") or message.message_id or "") or None,
-            traceparent=headers.get("traceparent"),
-            context_id=context.context_id,
-        )
+        outcome = await self._invoke_in(context, state, skill, payload)
         if skill.id == "lead.submit":
             await self._subscribe(context, outcome.output, dealership_id)
         return new_message(
             parts=[_data_part(outcome.output, skill.response_media_type)],
             role=Role.ROLE_AGENT,
             context_id=context.context_id,
+        )
+
+    async def _invoke_in(
+        self, context: RequestContext, state: MutableMapping[str, Any], skill: Skill, payload: dict[str, Any]
+    ) -> Outcome:
+        message = context.message
+        headers: dict[str, str] = state.get("headers") or {}
+        return await self.invoke_skill(
+            skill,
+            payload,
+            dealership_id=str(state.get("dealership_id") or ""),
+            credentials=state.get("credentials") or Credentials(),
+            request_id=str(state.get("request_id") or (message.message_id if message else "") or "") or None,
+            traceparent=headers.get("traceparent"),
+            context_id=context.context_id,
+        )
+
+    async def _search_text(self, context: RequestContext, state: MutableMapping[str, Any], query: str) -> Task:
+        """A new text-only message: a free-text inventory search, answered as a completed Task."""
+        outcome = await self._invoke_in(context, state, free_text.SEARCH, free_text.search_request(query))
+        assert context.message is not None  # _run checked it
+        return free_text.search_task(
+            task_id=context.task_id or "",
+            context_id=context.context_id or "",
+            request=context.message,
+            output=outcome.output,
+            query=query,
+            answer=_data_part(outcome.output, free_text.SEARCH.response_media_type),
         )
 
     async def invoke_skill(
