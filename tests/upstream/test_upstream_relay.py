@@ -226,7 +226,7 @@ async def test_a_stdio_client_is_asked_through_the_sdks_own_server_requests(
     env = {
         "FORECOURT_DATABASE_URL": live.settings.database_url,
         "FORECOURT_API_KEY_PEPPER": PEPPER,
-        "FORECOURT_MCP_TOKEN": keys["crm"],
+        "FORECOURT_MCP_TOKEN": keys[FED_KEY],  # lists the upstream tools (the crm toolset keeps them behind find_tools)
         "FORECOURT_ALLOW_PRIVATE_TARGETS": "true",
         "FORECOURT_LOG_LEVEL": "WARNING",
     }
