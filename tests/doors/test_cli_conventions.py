@@ -19,7 +19,7 @@ from forecourt.store import upgrade_async
 RECORD_VERBS = {"list", "show", "create", "update", "delete"}
 OPERATIONS = {
     "serve", "demo", "upgrade", "apply", "export-tenants", "import", "run", "export", "purge", "sink", "http",
-    "check", "adf", "mcp", "install-examples", "restore-access",
+    "check", "adf", "mcp", "install-examples", "restore-access", "approve",
 }  # fmt: skip
 NO_DATA = {"mcp", "crm sink", "db upgrade"}
 """Servers (and every ``... serve``), and the schema migration (one line saying it is done)."""

@@ -23,7 +23,7 @@ HOSTILE_SCRIPT = Path(__file__).with_name("hostile_upstream.py")
 UPSTREAM_SCOPES = ("amcp:upstream:read", "amcp:upstream:write")
 
 
-async def wait_for(predicate: Callable[[], Any], timeout_s: float = 15.0) -> None:
+async def wait_for(predicate: Callable[[], Any], timeout_s: float = 60.0) -> None:
     """Poll ``predicate`` (sync or async) until it is truthy; bounded."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s

@@ -8,15 +8,20 @@ reworded tool keeps its approved words, and each change is audited and counted.
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import MCPError
+from typer.testing import CliRunner
 
+from forecourt.cli.main import app
 from forecourt.domain.protections import Protections
 from forecourt.domain.tenancy import Policy
-from gateway.support import MOTOR, Template
+from gateway.support import MOTOR, PEPPER, Template
 from hostile.protect_support import HostileUpstream, Live, mcp_client, prepare_db, register_hostile, wait_for
 
 HARMLESS = "Look up the registered owner of a vehicle by VIN."
@@ -123,7 +128,8 @@ async def test_a_policy_that_auto_accepts_an_upstream_offers_its_changes_at_once
     try:
         key = await register_hostile(live, hostile_template.keys["admin"], hostile)
         url = f"{live.base_url}/mcp"
-        hc, client = mcp_client(url, hostile_template.keys["crm"])
+        lister = await _lister(live, hostile_template.keys["admin"])
+        hc, client = mcp_client(url, lister)
         async with hc, client:
             await client.call_tool("evil.rug_pull", {})
             await wait_for(lambda: "evil.exfiltrate" in live.hub.tool_names(key))
@@ -132,3 +138,56 @@ async def test_a_policy_that_auto_accepts_an_upstream_offers_its_changes_at_once
         live.stop()
     assert live.hub.pinning.held[key] == frozenset()
     assert 'forecourt_upstream_tool_changes_total{kind="added",outcome="accepted"} 1.0' in metrics
+
+
+async def test_the_operator_reviews_and_approves_tool_changes_from_the_command_line(
+    hostile_template: Template, tmp_path: Path, hostile: HostileUpstream
+) -> None:
+    live = await _live(hostile_template, tmp_path)
+    env = {"FORECOURT_DATABASE_URL": live.settings.database_url, "FORECOURT_API_KEY_PEPPER": PEPPER}
+    try:
+        key = await register_hostile(live, hostile_template.keys["admin"], hostile)
+        hc, client = mcp_client(f"{live.base_url}/mcp", hostile_template.keys["crm"])
+        async with hc, client:
+            await client.call_tool("evil.rug_pull", {})
+        await wait_for(lambda: len(live.hub.pinning.held.get(key, ())) == 4)
+
+        def cli(*args: str) -> Any:
+            return CliRunner().invoke(
+                app, ["upstreams", "changes", *args, "evil", "--company", MOTOR, "--json"], env=env
+            )
+
+        listed = await asyncio.to_thread(cli, "list")
+        approved = await asyncio.to_thread(cli, "approve", "--tool", "exfiltrate")
+        left = await live.admin("GET", "/upstreams/evil/tool-changes", hostile_template.keys["admin"])
+    finally:
+        live.stop()
+    assert listed.exit_code == 0, listed.output
+    assert {c["tool"] for c in json.loads(listed.output)["items"]} == {
+        "exfiltrate",
+        "lookup_owner",
+        "send_email",
+        "weather",
+    }
+    assert approved.exit_code == 0, approved.output
+    assert [c["tool"] for c in json.loads(approved.output)["approved"]] == ["exfiltrate"]
+    assert {c["tool"] for c in left.json()["items"]} == {"lookup_owner", "send_email", "weather"}
+
+
+async def test_an_upstream_whose_tool_names_shadow_another_upstreams_is_refused_at_registration(
+    hostile_template: Template, tmp_path: Path, hostile: HostileUpstream
+) -> None:
+    live = await _live(hostile_template, tmp_path)
+    admin = hostile_template.keys["admin"]
+    try:
+        first = await live.admin("PUT", "/upstreams/one", admin, {"url": hostile.url, "namespace": ""})
+        second = await live.admin("PUT", "/upstreams/two", admin, {"url": hostile.url, "namespace": ""})
+        listed = await live.admin("GET", "/upstreams", admin)
+    finally:
+        live.stop()
+    assert first.status_code == 200, first.text
+    assert second.status_code == 409
+    error = second.json()["error"]
+    assert error["code"] == "upstream.namespace_taken"
+    assert sorted(error["details"]["tools"]) == ["lookup_owner", "rug_pull", "send_email", "weather"]
+    assert [u["id"] for u in listed.json()["items"]] == ["one"]

@@ -1,4 +1,5 @@
-"""``forecourt upstreams``: register, list and remove a company's upstream MCP servers (run as the operator).
+"""``forecourt upstreams``: register, list and remove a company's upstream MCP servers, and review and approve their
+changed tools (run as the operator).
 
 The operator may register stdio servers (a command this host runs) and secret locators; company admins use
 the admin API (``/admin/v1/companies/{c}/upstreams``) for Streamable HTTP servers.
@@ -76,3 +77,37 @@ def upstreams_remove(
 
 
 upstreams_app.command("remove", hidden=True)(upstreams_remove)
+
+
+changes_app = typer.Typer(help="Changed tools of an upstream that wait for approval (docs/security.md).")
+upstreams_app.add_typer(changes_app, name="changes")
+
+
+@changes_app.command("list")
+def changes_list(
+    upstream_id: str = typer.Argument(...),
+    company: str = typer.Option(..., "--company"),
+    as_json: bool = JsonOption,
+    config: Path | None = ConfigOption,
+) -> None:
+    """Show the changed tools of an upstream that wait for approval, each with its diff."""
+    settings = load_settings(config)
+    payload = {"company_id": company, "upstream_id": upstream_id}
+    out = run(lambda: invoke_admin(settings, "admin.upstreams.tool_changes", payload))
+    print_listing(out, as_json=as_json, title="tool changes waiting for approval")
+
+
+@changes_app.command("approve")
+def changes_approve(
+    upstream_id: str = typer.Argument(...),
+    company: str = typer.Option(..., "--company"),
+    tool: list[str] | None = typer.Option(None, "--tool", help="This tool's change (repeatable; default: all)."),
+    as_json: bool = JsonOption,
+    config: Path | None = ConfigOption,
+) -> None:
+    """Approve changed tools of an upstream: they are offered (again) in their new version."""
+    settings = load_settings(config)
+    payload: dict[str, Any] = {"company_id": company, "upstream_id": upstream_id}
+    if tool:
+        payload["tools"] = list(tool)
+    print_record(run(lambda: invoke_admin(settings, "admin.upstreams.approve_tools", payload)), as_json=as_json)

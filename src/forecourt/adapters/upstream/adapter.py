@@ -8,6 +8,8 @@ error. A progress callback put in :data:`PROGRESS` by a front door receives the 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import contextvars
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -29,6 +31,8 @@ if TYPE_CHECKING:  # the MCP SDK is imported by the first upstream call, not by 
 
     ProgressRelay = ProgressFnT
 
+REGISTRATION_LISTING_S = 5.0
+"""How long registering a new upstream waits for its first tool listing (to refuse shadowing tool names)."""
 PROGRESS: contextvars.ContextVar[ProgressRelay | None] = contextvars.ContextVar(
     "forecourt_upstream_progress", default=None
 )
@@ -191,6 +195,23 @@ class UpstreamAdapter:
         await self.hub.repin(found.key)  # other replicas follow at their next registry sync
         return AdapterResult(output={"upstream_id": upstream_id, "approved": approved}, result_type="admin.result")
 
+    async def _refuse_shadowing(self, company_id: str, upstream_id: str, ctx: ExecutionContext) -> None:
+        """A new upstream's first listing (pinned as it is): tool names that shadow Forecourt's or another upstream's
+        refuse the registration. An upstream that cannot be reached now is pinned when it first answers."""
+        key = f"{company_id}/{upstream_id}"
+        with contextlib.suppress(TimeoutError):  # a slow upstream is pinned by the hub when it answers
+            async with asyncio.timeout(REGISTRATION_LISTING_S):
+                await self.hub.refresh(key)
+        shadowing = self.hub.skipped.get(key) or []
+        if not shadowing:
+            return
+        async with ctx.store.transaction() as uow:
+            await uow.upstreams.delete(company_id, upstream_id)
+        await self.hub.reload()
+        raise NamespaceTaken(
+            "Tools of this upstream would shadow tools already offered.", details={"tools": shadowing[:20]}
+        )
+
     async def _set_enabled(self, company_id: str, payload: Mapping[str, Any], ctx: ExecutionContext) -> AdapterResult:
         """Flip ``enabled`` on the stored definition (who registered it, and its secrets, stay as they were)."""
         async with ctx.store.transaction() as uow:
@@ -220,6 +241,8 @@ class UpstreamAdapter:
         async with ctx.store.transaction() as uow:
             created = await uow.upstreams.upsert(company_id, spec, operator=operator, now=ctx.now)
         await self.hub.reload()
+        if created:
+            await self._refuse_shadowing(company_id, spec.id, ctx)
         return AdapterResult(
             output={"id": spec.id, "created": created, "upstream": spec.public()}, result_type="admin.result"
         )
