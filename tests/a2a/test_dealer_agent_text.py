@@ -17,8 +17,10 @@ from uuid import uuid4
 import httpx
 import pytest
 from a2a.client import ClientConfig, ClientFactory
+from a2a.client.errors import A2AClientError
 from a2a.helpers import new_text_part
-from a2a.types import GetTaskRequest, Message, Role, SendMessageRequest, StreamResponse, TaskState
+from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, StreamResponse, TaskState
+from a2a.utils.errors import ContentTypeNotSupportedError
 from google.protobuf.json_format import MessageToDict
 
 from aap.support import TOYOTA, LiveServer, build_template, settings_for
@@ -84,7 +86,7 @@ async def test_a_text_message_is_a_free_text_inventory_search_answered_as_a_comp
     assert "free-text inventory search" in guide_text.text
     shapes = MessageToDict(guide.data)["skills"]
     assert {s["id"] for s in shapes} == {s.id for s in SKILLS}
-    assert all(s["request_media_type"].startswith("application/vnd.autoagent.") for s in shapes)
+    assert all(s["requestMediaType"].startswith("application/vnd.autoagent.") for s in shapes)
     assert fetched is not None
     assert fetched.id == task.id
     assert fetched.status.state == TaskState.TASK_STATE_COMPLETED
@@ -107,3 +109,37 @@ async def test_an_aap_data_part_still_answers_one_message(server: tuple[LiveServ
         )
     assert response.status_code == 200, response.text
     assert set(response.json()) == {"message"}
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+async def test_a_file_part_is_content_type_not_supported_with_the_aap_error_kept(
+    server: tuple[LiveServer, dict[str, str]], binding: str
+) -> None:
+    seen: list[httpx.Response] = []
+
+    async def hook(response: httpx.Response) -> None:
+        if response.request.method == "POST":
+            await response.aread()
+            seen.append(response)
+
+    async with httpx.AsyncClient(event_hooks={"response": [hook]}) as http:
+        config = ClientConfig(httpx_client=http, streaming=False, supported_protocol_bindings=[binding])
+        client = await ClientFactory(config).create_from_url(f"{server[0].url}/dealers/{TOYOTA}")
+        part = Part(raw=b"tck", media_type="application/x-unsupported")
+        request = SendMessageRequest(message=Message(message_id=str(uuid4()), role=Role.ROLE_USER, parts=[part]))
+        try:
+            # HTTP+JSON: the body is AAP's error, which the SDK client reads as an HTTP error (docs/a2a.md)
+            with pytest.raises(ContentTypeNotSupportedError if binding == "JSONRPC" else A2AClientError):
+                _ = [event async for event in client.send_message(request)]
+        finally:
+            await client.close()
+    body = seen[-1].json()
+    if binding == "JSONRPC":
+        assert body["error"]["code"] == -32005
+        aap = body["error"]["data"]
+    else:
+        assert seen[-1].status_code == 415
+        aap = body
+    assert aap["type"] == "aap.error"
+    assert aap["code"] == "UNSUPPORTED_SKILL"
+    assert errors("error.schema.json", aap) == []

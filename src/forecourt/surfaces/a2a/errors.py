@@ -76,6 +76,8 @@ def to_aap_error(exc: ForecourtError, *, now: datetime | None = None) -> AapErro
     """The AAP error for a Forecourt error."""
     code, better = aap_code(exc)
     status, rpc, retryable = AAP_CODES[code]
+    if isinstance(exc, UnsupportedContentType):  # A2A's own error for the binding, AAP's code in the payload
+        status, rpc = exc.http_status, exc.jsonrpc_code
     message = better or (exc.message if code != "INTERNAL_ERROR" else "Internal error.")
     payload: dict[str, Any] = {
         "type": "aap.error",
@@ -119,6 +121,16 @@ class UnsupportedSkill(ForecourtError):
     http_status = 404
     jsonrpc_code = -32601
     default_message = "This dealer agent does not implement that skill."
+
+
+class UnsupportedContentType(UnsupportedSkill):
+    """A message whose parts are neither text nor an AAP DataPart (a file, raw bytes): A2A v1.0's
+    ``ContentTypeNotSupportedError`` (HTTP 415, JSON-RPC -32005); the AAP payload keeps ``UNSUPPORTED_SKILL``."""
+
+    code = "aap.unsupported_content_type"
+    http_status = 415
+    jsonrpc_code = -32005
+    default_message = "This dealer agent takes text parts and AAP DataParts only."
 
 
 class InvalidCondition(ForecourtError):

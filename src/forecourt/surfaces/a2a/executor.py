@@ -30,7 +30,7 @@ from forecourt.errors import ApprovalPending, ForecourtError, InternalError
 from forecourt.gateway.base import Credentials, Invocation, Outcome
 from forecourt.gateway.pipeline import Gateway
 from forecourt.surfaces.a2a import free_text
-from forecourt.surfaces.a2a.errors import AapError, UnsupportedSkill, aap_error, to_aap_error
+from forecourt.surfaces.a2a.errors import AapError, UnsupportedContentType, UnsupportedSkill, aap_error, to_aap_error
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +117,8 @@ class AapExecutor(AgentExecutor):
         query = free_text.free_text_query(list(message.parts)) if context.current_task is None else None
         if query is not None:
             return await self._search_text(context, state, query)
+        if not any(p.WhichOneof("content") in ("text", "data") for p in message.parts):
+            raise UnsupportedContentType
         if not parts or not isinstance(parts[0], dict):
             raise UnsupportedSkill("The first part must be an AAP DataPart.")
         media_type = next((p.media_type for p in message.parts if p.HasField("data")), "")

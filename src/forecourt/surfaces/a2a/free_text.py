@@ -44,16 +44,19 @@ def search_request(query: str) -> dict[str, Any]:
 
 
 def skill_guide() -> dict[str, Any]:
-    """What the agent takes: each skill with its request ``type`` and the DataPart's media type."""
+    """What the agent takes: each skill with its request ``type`` and the DataPart's media type.
+
+    Forecourt's own shape, not an AAP document, so its keys are camelCase like the A2A JSON around it.
+    """
     return {
         "type": "forecourt.skill_guide",
-        "free_text": {"skill": SEARCH.id, "field": "filters.query", "max_length": QUERY_MAX},
+        "freeText": {"skill": SEARCH.id, "field": "filters.query", "maxLength": QUERY_MAX},
         "skills": [
             {
                 "id": s.id,
-                "request_type": s.request_type,
-                "request_media_type": s.request_media_type,
-                "response_media_type": s.response_media_type,
+                "requestType": s.request_type,
+                "requestMediaType": s.request_media_type,
+                "responseMediaType": s.response_media_type,
             }
             for s in SKILLS
         ],
