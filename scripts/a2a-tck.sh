@@ -12,7 +12,8 @@
 #
 # The TCK sends no credentials, and the gateway agent answers nothing without one: its run goes through
 # scripts/a2a_tck_proxy.py (run with Forecourt's own Python), which adds a demo member's API key and rewrites the
-# TCK's scenario messages as gateway actions. The dealer agent of a public dealership is tested as it is.
+# TCK's scenario messages as gateway actions. The dealer agent of a public dealership is tested as it is, and
+# again through the proxy as a keyed client (the key added, nothing rewritten).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -100,9 +101,13 @@ PYEOF
 }
 run_tck gateway "http://127.0.0.1:$PROXY_PORT/agent"
 run_tck dealer "http://127.0.0.1:$PORT/dealers/$DEALER"
+# The same dealer agent as a keyed buyer agent sees it: through the proxy, which adds the key and rewrites nothing
+# under /dealers/. An anonymous caller's tasks belong to that one request (surfaces/a2a/owners.py), so only a
+# keyed client can read a task back, configure its push notifications or send it a follow-up.
+run_tck dealer-keyed "http://127.0.0.1:$PROXY_PORT/dealers/$DEALER"
 
 echo
-echo "reports and logs: $WORK (reports-gateway/, reports-dealer/, forecourt.log)"
+echo "reports and logs: $WORK (reports-gateway/, reports-dealer/, reports-dealer-keyed/, forecourt.log)"
 if grep -Ei '"level": ?"(error|critical)"' "$WORK/forecourt.log" >/dev/null; then
   echo "forecourt.log has ERROR lines:"
   grep -Ei '"level": ?"(error|critical)"' "$WORK/forecourt.log" | head -20
