@@ -143,3 +143,25 @@ async def test_a_file_part_is_content_type_not_supported_with_the_aap_error_kept
     assert aap["type"] == "aap.error"
     assert aap["code"] == "UNSUPPORTED_SKILL"
     assert errors("error.schema.json", aap) == []
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_an_anonymous_text_search_leaves_no_task_in_the_dealer_agents_memory(
+    server: tuple[LiveServer, dict[str, str]], streaming: bool
+) -> None:
+    """An anonymous caller can never read its task again (owners.py), so the store does not keep it."""
+    live = server[0]
+    store: Any = live.server.config.app.state.services.aap.task_store
+    async with httpx.AsyncClient() as http:
+        config = ClientConfig(httpx_client=http, streaming=streaming, supported_protocol_bindings=["JSONRPC"])
+        client = await ClientFactory(config).create_from_url(f"{live.url}/dealers/{TOYOTA}")
+        request = SendMessageRequest(
+            message=Message(message_id=str(uuid4()), role=Role.ROLE_USER, parts=[new_text_part("Toyota")])
+        )
+        try:
+            events = [event async for event in client.send_message(request)]
+        finally:
+            await client.close()
+    assert events[0].task.status.state == TaskState.TASK_STATE_COMPLETED
+    anonymous = [owner for owner in store._impl.tasks if owner.startswith("anonymous:")]
+    assert anonymous == []

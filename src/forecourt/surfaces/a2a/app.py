@@ -47,11 +47,11 @@ from forecourt.surfaces.a2a.card import (
     build_manifest,
 )
 from forecourt.surfaces.a2a.direct import DirectSends
-from forecourt.surfaces.a2a.ended import refuse_if_ended, stored_task
+from forecourt.surfaces.a2a.ended import ENDED, refuse_if_ended, stored_task
 from forecourt.surfaces.a2a.errors import AapError, to_aap_error
 from forecourt.surfaces.a2a.executor import AapExecutor, Subscriber, recorded_error
 from forecourt.surfaces.a2a.http_cache import conditional, conditional_json
-from forecourt.surfaces.a2a.owners import OWNER, PRINCIPAL_SCOPE, owner_for, task_owner
+from forecourt.surfaces.a2a.owners import OWNER, PRINCIPAL_SCOPE, is_anonymous, owner_for, task_owner
 from forecourt.surfaces.a2a.streaming import stream_with_aap_errors
 from forecourt.surfaces.http_util import error_body, error_headers
 
@@ -98,6 +98,8 @@ class DealerRequestHandler(DefaultRequestHandler):
         if params.message.task_id:
             refuse_if_ended(params, await stored_task(self.task_store, params.message.task_id, context))
         answer: Task | Message = await super().on_message_send(params, context)
+        if isinstance(answer, Task):
+            await self._forget_if_unreachable(answer.id, context)
         return answer
 
     async def on_message_send_stream(
@@ -106,8 +108,25 @@ class DealerRequestHandler(DefaultRequestHandler):
         """``SendStreamingMessage``; a message to an ended task is refused first (``surfaces/a2a/ended.py``)."""
         if params.message.task_id:
             refuse_if_ended(params, await stored_task(self.task_store, params.message.task_id, context))
+        task_id = ""
         async for event in super().on_message_send_stream(params, context):
+            if isinstance(event, Task):
+                task_id = event.id
             yield event
+        if task_id:
+            await self._forget_if_unreachable(task_id, context)
+
+    async def _forget_if_unreachable(self, task_id: str, context: ServerCallContext) -> None:
+        """Drop an anonymous caller's ended task (a free-text search) from the in-memory store.
+
+        Its owner exists for one request (``owners.py``), so no later call can read it: kept, every anonymous
+        text message would grow the store for good. A held lead (``input-required``) stays: it has not ended.
+        """
+        if not is_anonymous(context.state.get(OWNER)):
+            return
+        task = await stored_task(self.task_store, task_id, context)
+        if task is not None and task.status.state in ENDED:
+            await self.task_store.delete(task_id, context)
 
 
 def push_url_validator(settings: Settings) -> Callable[[str], Awaitable[bool]]:
@@ -127,8 +146,9 @@ def a2a_stores(store: Store) -> tuple[TaskStore, PushNotificationConfigStore]:
     """The SDK's task store and the push-config store (the store keeps the latter in the shared database).
 
     Every AAP skill answers with a single ``Message``, so no Task holding a customer message is ever stored
-    (a call held for approval answers an input-required Task without history): the task store only holds the
-    SDK's per-request bookkeeping and stays in memory. Push configs must outlive the request and be visible to
+    (a call held for approval answers an input-required Task without history); a keyed caller's free-text
+    search (``free_text.py``) is kept with its text as history, an anonymous caller's is dropped once answered
+    (``DealerRequestHandler``). The task store stays in memory, per replica. Push configs must outlive the request and be visible to
     every replica, so they live in the database.
     """
     return InMemoryTaskStore(owner_resolver=task_owner), store.push_config_store(task_owner)

@@ -41,6 +41,11 @@ def anonymous_owner() -> str:
     return _ANONYMOUS + secrets.token_urlsafe(32)
 
 
+def is_anonymous(owner: object) -> bool:
+    """Whether ``owner`` is a one-request anonymous owner (nothing it owns is reachable after the request)."""
+    return isinstance(owner, str) and owner.startswith(_ANONYMOUS)
+
+
 def owner_for(principal: Principal | None) -> str:
     """The owner of a request's tasks: the principal's, or a one-request owner when anonymous."""
     if principal is None or principal.anonymous:
