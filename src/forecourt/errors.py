@@ -47,6 +47,7 @@ PII, no SQL, no provider internals. Errors live here, or in one ``errors.py`` of
         SideEffectsNotAllowed
         TenancyDenied
       GpuQuotaExceeded  [adapters.errors]
+      HostUnauthorized  [adapters.errors]
       IdempotencyConflict
       IdempotencyInProgress
       ImportRejected
@@ -109,6 +110,7 @@ PII, no SQL, no provider internals. Errors live here, or in one ``errors.py`` of
       UnknownAction
       UnsafeTarget
       UnsupportedSkill  [surfaces.a2a.errors]
+        UnsupportedContentType  [surfaces.a2a.errors]
       UpstreamError
         UpstreamCredentialRejected
         UpstreamForbidden  [adapters.errors]

@@ -186,3 +186,14 @@ class SessionsUnavailable(ForecourtError):
     jsonrpc_code = -32000
     retryable = True
     default_message = "Conversation memory is not available right now."
+
+
+# raised in forecourt.cli.adapter_host (remote adapter hosts)
+
+
+class HostUnauthorized(ForecourtError):
+    """A remote adapter host refused the gateway's service token."""
+
+    code = "adapters.host_unauthorized"
+    http_status = 401
+    default_message = "The adapter host refused this gateway's service credential."

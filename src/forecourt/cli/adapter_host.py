@@ -21,10 +21,10 @@ from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from forecourt.adapters.errors import HostUnauthorized
 from forecourt.adapters.remote.wire import (
     DEADLINE_HEADER,
     FAMILIES,
-    HostUnauthorized,
     credential_of,
     now_ms,
     result_body,

@@ -30,9 +30,9 @@ from forecourt.adapters.remote.wire import (
     DEADLINE_HEADER,
     FAMILIES,
     TOKEN_TTL_S,
-    HostUnavailable,
     call_body,
     error_of,
+    no_host,
     now_ms,
     result_of,
     sign_service_token,
@@ -118,13 +118,13 @@ class RemoteFamily:
         """The hosts a call may go to, in the order to try them.
 
         Raises:
-            HostUnavailable: No host of the company's region is up.
+            UpstreamUnavailable: No host of the company's region is up.
         """
         now = self.clock()
         eligible = [h for h in self.hosts if region is None or h.region == region]
         up = [h for h in eligible if h.up(now)]
         if not up:
-            raise HostUnavailable(details={"family": self.name, "region": region})
+            raise no_host(self.name, region)
         start = next(self._turn) % len(up)
         turned = up[start:] + up[:start]
         if region is None and self.home_region:
@@ -237,8 +237,8 @@ class RemoteAdapter:
                 logger.warning("adapter host %s failed (%s); retrying on the next", host.url, failure)
                 continue
             logger.warning("adapter host %s failed (%s)", host.url, failure)
-            raise HostUnavailable(details={"family": self.family.name, "region": region})
-        raise HostUnavailable(details={"family": self.family.name, "region": region})  # pragma: no cover
+            raise no_host(self.family.name, region)
+        raise no_host(self.family.name, region)  # pragma: no cover
 
     @staticmethod
     def _answer(status: int, parsed: Any) -> AdapterResult:

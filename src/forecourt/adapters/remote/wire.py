@@ -23,10 +23,11 @@ import secrets
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any
 
+from forecourt.adapters.errors import HostUnauthorized
 from forecourt.contract import AdapterResult, ExecutionContext, IssuedCredential
-from forecourt.errors import ForecourtError, UpstreamError
+from forecourt.errors import ForecourtError, UpstreamError, UpstreamUnavailable
 
 ISSUER = "forecourt-gateway"
 TOKEN_TTL_S = 60.0
@@ -40,22 +41,12 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 """The adapters each family's hosts run (``model.invoke``'s router stays in the gateway: it is policy)."""
 
 
-class HostUnauthorized(ForecourtError):
-    """A remote adapter host refused the gateway's service token."""
-
-    code = "adapters.host_unauthorized"
-    http_status = 401
-    default_message = "The adapter host refused this gateway's service credential."
+NO_HOST_MESSAGE = "No adapter host is available for this call; try again shortly."
 
 
-class HostUnavailable(ForecourtError):
-    """No healthy adapter host of the family (in the company's region) could take the call."""
-
-    code = "upstream.unavailable"
-    http_status = 503
-    jsonrpc_code = -32000
-    retryable: ClassVar[bool] = True
-    default_message = "No adapter host is available for this call; try again shortly."
+def no_host(family: str, region: str | None) -> UpstreamUnavailable:
+    """The retryable error of a call no healthy host of ``family`` (in the company's region) could take."""
+    return UpstreamUnavailable(NO_HOST_MESSAGE, details={"family": family, "region": region})
 
 
 def audience(family: str) -> str:
