@@ -148,9 +148,11 @@ async def _rpc(rig: Rig, headers: dict[str, str], method: str, params: dict[str,
     response = await rig.client.post(
         "/mcp", json={"jsonrpc": "2.0", "id": 7, "method": method, "params": params}, headers=headers
     )
-    text = response.text
-    data = text.split("data:", 1)[1].strip() if text.startswith("event:") else text
-    return dict(json.loads(data.splitlines()[0]))
+    if not response.headers.get("content-type", "").startswith("text/event-stream"):
+        return dict(json.loads(response.text))
+    # An event stream: the first event with a JSON payload (a priming event carries an id and an empty data line).
+    payloads = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+    return dict(json.loads(next(p for p in payloads if p)))
 
 
 @pytest.mark.parametrize(
