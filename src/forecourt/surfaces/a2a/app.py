@@ -148,8 +148,8 @@ def a2a_stores(store: Store) -> tuple[TaskStore, PushNotificationConfigStore]:
     Every AAP skill answers with a single ``Message``, so no Task holding a customer message is ever stored
     (a call held for approval answers an input-required Task without history); a keyed caller's free-text
     search (``free_text.py``) is kept with its text as history, an anonymous caller's is dropped once answered
-    (``DealerRequestHandler``). The task store stays in memory, per replica. Push configs must outlive the request and be visible to
-    every replica, so they live in the database.
+    (``DealerRequestHandler``). The task store stays in memory, per replica. Push configs must outlive the request and
+    be visible to every replica, so they live in the database.
     """
     return InMemoryTaskStore(owner_resolver=task_owner), store.push_config_store(task_owner)
 
