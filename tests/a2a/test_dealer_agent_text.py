@@ -163,5 +163,5 @@ async def test_an_anonymous_text_search_leaves_no_task_in_the_dealer_agents_memo
         finally:
             await client.close()
     assert events[0].task.status.state == TaskState.TASK_STATE_COMPLETED
-    anonymous = [owner for owner in store._impl.tasks if owner.startswith("anonymous:")]
+    anonymous = [owner for owner in store.inner._impl.tasks if owner.startswith("anonymous:")]
     assert anonymous == []

@@ -142,7 +142,7 @@ def test_the_dealer_agents_and_the_gateway_agent_resolve_task_owners_by_one_rule
     from forecourt.surfaces.a2a.owners import task_owner
 
     aap = rig.services.aap
-    assert aap.task_store._impl.owner_resolver is task_owner  # type: ignore[attr-defined]
+    assert aap.task_store.inner._impl.owner_resolver is task_owner  # type: ignore[attr-defined]
     assert aap.push_store.owner_resolver is task_owner  # type: ignore[attr-defined]
     from forecourt.surfaces.a2a import tasks_agent
 

@@ -19,7 +19,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
-from a2a.server.tasks import InMemoryTaskStore, PushNotificationConfigStore, TaskStore
+from a2a.server.tasks import PushNotificationConfigStore, TaskStore
 from a2a.types import CancelTaskRequest, Message, SendMessageRequest, Task
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 from prometheus_client import Counter
@@ -53,6 +53,7 @@ from forecourt.surfaces.a2a.executor import AapExecutor, Subscriber, recorded_er
 from forecourt.surfaces.a2a.http_cache import conditional, conditional_json
 from forecourt.surfaces.a2a.owners import OWNER, PRINCIPAL_SCOPE, is_anonymous, owner_for, task_owner
 from forecourt.surfaces.a2a.streaming import stream_with_aap_errors
+from forecourt.surfaces.a2a.task_store import BoundedTaskStore
 from forecourt.surfaces.http_util import error_body, error_headers
 
 if TYPE_CHECKING:
@@ -148,10 +149,11 @@ def a2a_stores(store: Store) -> tuple[TaskStore, PushNotificationConfigStore]:
     Every AAP skill answers with a single ``Message``, so no Task holding a customer message is ever stored
     (a call held for approval answers an input-required Task without history); a keyed caller's free-text
     search (``free_text.py``) is kept with its text as history, an anonymous caller's is dropped once answered
-    (``DealerRequestHandler``). The task store stays in memory, per replica. Push configs must outlive the request and
-    be visible to every replica, so they live in the database.
+    (``DealerRequestHandler``). The task store stays in memory, per replica, bounded in number and age
+    (``task_store.py``). Push configs must outlive the request and be visible to every replica, so they live in the
+    database.
     """
-    return InMemoryTaskStore(owner_resolver=task_owner), store.push_config_store(task_owner)
+    return BoundedTaskStore(), store.push_config_store(task_owner)
 
 
 _SDK_MESSAGES = {
