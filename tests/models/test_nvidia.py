@@ -40,6 +40,8 @@ async def test_raw_tensors_run_on_a_real_triton_and_answer_a_model_inference_res
     assert outputs["OUTPUT1"]["data"] == [-9, -18, -27, -36]
     assert outputs["OUTPUT0"]["shape"] == [1, 4]
     assert outcome.output["model_name"] == "add_sub"
+    provenance = outcome.metadata.pop("provenance")  # a model's output is marked as third-party (docs/security.md)
+    assert (provenance["sources"], provenance["untrusted"]) == (["model_output"], True)
     assert outcome.metadata == {
         "model": "add_sub",
         "tokens": None,
