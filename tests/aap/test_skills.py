@@ -94,7 +94,7 @@ async def test_an_error_stores_no_task_with_the_customers_message(rig: Rig) -> N
     response = await rig.rpc("lead.submit", lead)
     assert error_of(response)["code"] == "INVALID_CONSENT"
     store: Any = rig.services.aap.task_store
-    assert all(not tasks for tasks in store._impl.tasks.values())  # no FAILED task holds the lead
+    assert all(not tasks for tasks in store.inner._impl.tasks.values())  # no FAILED task holds the lead
 
 
 async def test_a_private_dealer_agent_requires_a_bearer_token(rig: Rig) -> None:
