@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from forecourt.adapters.errors import RuntimeNotConfigured
 from forecourt.adapters.models.common import (
-    EndpointClients,
+    LoopLocal,
     ModelChunk,
     ModelRequest,
     assemble,
@@ -36,6 +36,7 @@ from forecourt.adapters.models.common import (
 )
 from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.errors import InvalidParams, Timeout
+from forecourt.outbound_urls import guarded_transport2
 
 if TYPE_CHECKING:  # the SDK is imported on first use
     from anthropic import AsyncAnthropic
@@ -105,7 +106,8 @@ class AnthropicAdapter:
                 with ``allow_company_endpoints``).
         """
         self.defaults = dict(defaults or {})
-        self._clients: EndpointClients[AsyncAnthropic] = EndpointClients(lambda c: c.close())
+        self._clients: LoopLocal[AsyncAnthropic] = LoopLocal(lambda c: c.close())
+        self._pinned: dict[str, bool] = {}
 
     def check_configured(self, config: Mapping[str, Any]) -> None:
         """Refuse a call before its credential is issued when the endpoint is blank."""
@@ -116,13 +118,14 @@ class AnthropicAdapter:
         """The SDK client for ``base_url`` on the running loop."""
         from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
 
-        def build(transport: Any | None) -> AsyncAnthropic:
+        def build() -> AsyncAnthropic:
             extra: dict[str, Any] = {}
-            if transport is not None:
+            if base_url in self._pinned:
+                transport = guarded_transport2(allow_private=self._pinned[base_url])
                 extra["http_client"] = DefaultAsyncHttpxClient(transport=transport, follow_redirects=False)
             return AsyncAnthropic(api_key=PLACEHOLDER_KEY, base_url=base_url, timeout=timeout_s, max_retries=0, **extra)
 
-        return self._clients.get(base_url, timeout_s, build)
+        return self._clients.get(f"{base_url}|{timeout_s}", build)
 
     async def _target(self, context: ExecutionContext) -> tuple[AsyncAnthropic, dict[str, Any]]:
         config = context.adapter_config
@@ -135,7 +138,7 @@ class AnthropicAdapter:
             runtime=RUNTIME,
         )
         if base_url != operator_url:
-            self._clients.pin(base_url, allow_private=context.settings.allow_private_targets)
+            self._pinned[base_url] = context.settings.allow_private_targets
         timeout_s = float(config.get("timeout_s", context.action.timeout_s))
         headers: dict[str, Any] = auth_headers(context.credential)
         if not any(name.lower() == "authorization" for name in headers):

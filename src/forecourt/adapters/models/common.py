@@ -32,7 +32,7 @@ from forecourt.errors import (
     UpstreamUnavailable,
 )
 from forecourt.netguard import check_url_async
-from forecourt.outbound_urls import guarded_transport, guarded_transport2
+from forecourt.outbound_urls import guarded_transport
 from forecourt.settings import Settings
 
 if TYPE_CHECKING:  # httpx is imported when a runtime's first HTTP client is made, not with the catalogue
@@ -308,36 +308,6 @@ class LoopLocal(Generic[_C]):
             if lp is loop:
                 del self._clients[slot]
                 await self._close(client)
-
-
-class EndpointClients(Generic[_C]):
-    """A runtime's SDK clients per endpoint and timeout on the running loop, a company's endpoint behind the guard.
-
-    The operator's own endpoints are trusted and never pinned; a company's passed the SSRF guard when saved and
-    before the call, and once :meth:`pin` names it, its client resolves the name once per connection and connects
-    to the checked address (``guarded_transport2``).
-    """
-
-    def __init__(self, close: Callable[[_C], Awaitable[None]]) -> None:
-        self._clients: LoopLocal[_C] = LoopLocal(close)
-        self._pinned: dict[str, bool] = {}
-
-    def pin(self, base_url: str, *, allow_private: bool) -> None:
-        """Reach ``base_url`` (a company's endpoint) only through the guarded transport."""
-        self._pinned[base_url] = allow_private
-
-    def get(self, base_url: str, timeout_s: float, build: Callable[[Any | None], _C]) -> _C:
-        """The client for ``base_url``: ``build`` gets the guarded transport for a pinned endpoint, else ``None``."""
-
-        def make() -> _C:
-            pin = self._pinned.get(base_url)
-            return build(guarded_transport2(allow_private=pin) if pin is not None else None)
-
-        return self._clients.get(f"{base_url}|{timeout_s}", make)
-
-    async def aclose(self) -> None:
-        """Close the clients opened on the running loop."""
-        await self._clients.aclose()
 
 
 async def checked_endpoint(

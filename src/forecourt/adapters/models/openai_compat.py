@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from forecourt.adapters.errors import RuntimeNotConfigured
 from forecourt.adapters.models.common import (
-    EndpointClients,
+    LoopLocal,
     ModelChunk,
     ModelRequest,
     assemble,
@@ -28,6 +28,7 @@ from forecourt.adapters.models.common import (
 )
 from forecourt.contract import AdapterResult, ExecutionContext
 from forecourt.errors import InvalidParams, Timeout
+from forecourt.outbound_urls import guarded_transport2
 
 if TYPE_CHECKING:  # the SDK is imported on first use: ~0.6 s and tens of MB in every process otherwise
     import openai
@@ -103,23 +104,29 @@ class OpenAICompatRuntime:
             runtime: The name errors and metadata carry (``openai``, ``nvidia``).
         """
         self.runtime = runtime
-        self._clients: EndpointClients[AsyncOpenAI] = EndpointClients(lambda c: c.close())
+        self._clients: LoopLocal[AsyncOpenAI] = LoopLocal(lambda c: c.close())
+        self._pinned: dict[str, bool] = {}
 
     def pin(self, base_url: str, *, allow_private: bool) -> None:
-        """Connect to ``base_url`` (a company's endpoint) only at addresses checked when each connection is made."""
-        self._clients.pin(base_url, allow_private=allow_private)
+        """Connect to ``base_url`` (a company's endpoint) only at addresses checked when each connection is made.
+
+        The operator's own endpoints are trusted and never pinned; a company's passed the SSRF guard when saved and
+        before the call, and its client resolves the name once per connection and connects to the checked address.
+        """
+        self._pinned[base_url] = allow_private
 
     def client(self, base_url: str, timeout_s: float) -> AsyncOpenAI:
         """The SDK client for ``base_url``."""
         from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-        def build(transport: Any | None) -> AsyncOpenAI:
+        def build() -> AsyncOpenAI:
             extra: dict[str, Any] = {}
-            if transport is not None:
+            if base_url in self._pinned:
+                transport = guarded_transport2(allow_private=self._pinned[base_url])
                 extra["http_client"] = DefaultAsyncHttpxClient(transport=transport, follow_redirects=False)
             return AsyncOpenAI(api_key=PLACEHOLDER_KEY, base_url=base_url, timeout=timeout_s, max_retries=0, **extra)
 
-        return self._clients.get(base_url, timeout_s, build)
+        return self._clients.get(f"{base_url}|{timeout_s}", build)
 
     async def complete(
         self, request: ModelRequest, *, base_url: str, headers: Mapping[str, str], timeout_s: float
