@@ -224,8 +224,8 @@ async def test_the_bulkhead_caps_concurrency_per_adapter_and_sheds_the_excess(ri
     action = register_action(rig.services, "test.gated", gated)
     rig.gateway.adapter_configs.defaults[action.adapter] = {"concurrency": 1}
     queued = [asyncio.create_task(rig.call("test.gated", {"dealership_id": TOYOTA})) for _ in range(5)]
-    await wait_until(lambda: action.adapter in rig.gateway.adapter_limits.bulkheads)
-    bulkhead = rig.gateway.adapter_limits.bulkheads[action.adapter]
+    await wait_until(lambda: action.adapter in rig.gateway._bulkheads)
+    bulkhead = rig.gateway._bulkheads[action.adapter]
     await wait_until(lambda: len(running) == 1 and bulkhead.waiting == 4)
     # One running and four waiting (4 x concurrency) is the most the adapter queues; the next is shed.
     shed = await rig.call("test.gated", {"dealership_id": TOYOTA})
@@ -291,7 +291,7 @@ async def test_a_company_cannot_lengthen_a_timeout_or_resize_the_shared_bulkhead
     async with asyncio.timeout(5):
         response = await rig.call("test.capped", {"dealership_id": TOYOTA})
     assert error_code(response) == "timeout"
-    assert rig.gateway.adapter_limits.bulkheads[action.adapter].size == 64
+    assert rig.gateway._bulkheads[action.adapter].size == 64
 
 
 async def test_a_malformed_company_timeout_is_ignored(rig: Rig) -> None:

@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from forecourt import caching
-from forecourt.contract import Action
 from forecourt.errors import Overloaded
 from forecourt.store.base import Store
 
@@ -93,30 +92,6 @@ class Bulkhead:
     async def __aexit__(self, *exc: object) -> None:
         self.running -= 1
         self._slots.release()
-
-
-class AdapterLimits:
-    """Each call's timeout and its adapter's bulkhead, from the operator's adapter configuration.
-
-    The operator's configuration sets both; a company override may shorten the timeout but never lengthen it,
-    and cannot resize the bulkhead every company shares (nor break calls with a malformed value).
-    """
-
-    def __init__(self, configs: AdapterConfigSource) -> None:
-        self.configs = configs
-        self.bulkheads: dict[str, Bulkhead] = {}
-        """One per adapter, made on its first call."""
-
-    def for_call(self, action: Action, config: Mapping[str, Any]) -> tuple[float, Bulkhead]:
-        """The timeout of a call to ``action`` under the company's resolved ``config``, and its adapter's bulkhead."""
-        operator = self.configs.defaults.get(action.adapter, {})
-        ceiling = positive(operator.get("timeout_s"), action.timeout_s)
-        timeout_s = min(positive(config.get("timeout_s"), ceiling), ceiling)
-        bulkhead = self.bulkheads.get(action.adapter)
-        if bulkhead is None:
-            size = int(positive(operator.get("concurrency"), 64))
-            bulkhead = self.bulkheads[action.adapter] = Bulkhead(action.adapter, size)
-        return timeout_s, bulkhead
 
 
 def positive(value: Any, default: float) -> float:

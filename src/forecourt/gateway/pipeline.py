@@ -34,7 +34,7 @@ from forecourt.errors import (
     UnknownAction,
     UpstreamCredentialRejected,
 )
-from forecourt.gateway.adapter_runtime import AdapterConfigSource, AdapterLimits, Bulkhead, check_configured
+from forecourt.gateway.adapter_runtime import AdapterConfigSource, Bulkhead, check_configured, positive
 from forecourt.gateway.approvals import ApprovalGate
 from forecourt.gateway.audit import AuditWriter
 from forecourt.gateway.audit_record import CallState, audit_member, call_record
@@ -122,7 +122,7 @@ class Gateway:
         self.protect = Protections(self.tenancy, store, self.adapter_configs, metrics.registry)
         self.approvals: ApprovalGate | None = None
         """Holds agents' calls that a policy's ``require_approval`` names (wired by bootstrap)."""
-        self.adapter_limits = AdapterLimits(self.adapter_configs)
+        self._bulkheads: dict[str, Bulkhead] = {}
         # Each call's metric series by its labels (prometheus-client's ``labels`` checks and locks every time).
         self._series = CallSeries(metrics, _SERIES_KEPT)
         self.in_flight = 0
@@ -450,7 +450,8 @@ class Gateway:
             session_id=call.inv.session_id,
             payload_form=call.form,
         )
-        timeout_s, bulkhead = self.adapter_limits.for_call(action, config)
+        timeout_s, concurrency = self._limits(action, config)
+        bulkhead = self._bulkhead(action.adapter, concurrency)
         pending = None
         if action.side_effect:
             pending = pending_audit.set(
@@ -485,6 +486,24 @@ class Gateway:
             return None
         with self._span(call, "gateway.credentials"):
             return await self.credentials.issue(action.adapter, company_id, config)
+
+    def _limits(self, action: Action, config: Mapping[str, Any]) -> tuple[float, int]:
+        """The call's timeout and its adapter's concurrency cap.
+
+        The operator's adapter configuration sets both; a company override may shorten the timeout but
+        never lengthen it, and cannot resize the bulkhead every company shares (nor break calls with a
+        malformed value).
+        """
+        operator = self.adapter_configs.defaults.get(action.adapter, {})
+        ceiling = positive(operator.get("timeout_s"), action.timeout_s)
+        timeout_s = min(positive(config.get("timeout_s"), ceiling), ceiling)
+        return timeout_s, int(positive(operator.get("concurrency"), 64))
+
+    def _bulkhead(self, adapter_id: str, size: int) -> Bulkhead:
+        bulkhead = self._bulkheads.get(adapter_id)
+        if bulkhead is None:
+            bulkhead = self._bulkheads[adapter_id] = Bulkhead(adapter_id, size)
+        return bulkhead
 
     def _invoker_for(self, parent: Invocation, principal: Principal) -> Any:
         async def invoke(action: str, payload: Mapping[str, Any]) -> Any:
