@@ -75,9 +75,10 @@ def _cli(*args: str) -> str:
 def _prepare(db: Path, url: str | None) -> str:
     """The bulk data set in ``db`` or at ``url`` (generated when missing) and a new key for its bench agent."""
     os.environ["FORECOURT_DATABASE_URL"] = url or f"sqlite+aiosqlite:///{db}"
-    if url is not None or not db.exists():
+    fresh = url is None and not db.exists()  # before `db upgrade`, which creates the file
+    if url is not None or fresh:
         _cli("db", "upgrade")
-    if (url is not None and "bench-motor-group" not in _cli("companies", "list")) or (url is None and not db.exists()):
+    if (url is not None and "bench-motor-group" not in _cli("companies", "list")) or fresh:
         _cli("demo", "--bulk", "--dealerships", "50", "--vehicles", "2000")
     made = _cli("keys", "create", "--company", "bench-motor-group", "--member", "bench-agent", "--json")
     return str(json.loads(made)["key"])
