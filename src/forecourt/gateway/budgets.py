@@ -12,6 +12,7 @@ a period (UTC calendar ``day`` or ``month``) starts a new meter, which is the re
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from forecourt.domain.protections import Budget, Budgets
 from forecourt.domain.tenancy import Policy
+from forecourt.errors import Overloaded
 from forecourt.gateway.backends.protections import BudgetMeters
 from forecourt.gateway.base import Principal
 from forecourt.gateway.errors import BudgetExceeded
@@ -188,7 +190,10 @@ class BudgetGuard:
             return
         for subject in subjects(principal, policies):
             key, ends, _ = self._key(subject, policies)
-            await self.meters.add(key, amounts, ends.timestamp())
+            # The call has run: a meter that cannot be written now (its backend is down and fails closed) must not
+            # turn the caller's answer into an error; the backend logged the outage.
+            with contextlib.suppress(Overloaded):
+                await self.meters.add(key, amounts, ends.timestamp())
         if self._used is not None:
             for meter, amount in amounts.items():
                 self._used.labels(meter).inc(amount)

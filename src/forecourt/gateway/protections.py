@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 from forecourt.contract import Action
 from forecourt.domain.approvals import ApprovalRule
 from forecourt.domain.tenancy import Dealership, Policy
+from forecourt.errors import Overloaded
 from forecourt.gateway import provenance
 from forecourt.gateway.backends.protections import MemoryBudgetMeters, MemorySessionTaint, SessionTaint
-from forecourt.gateway.base import Invocation, Outcome, Principal
+from forecourt.gateway.base import Outcome, Principal
 from forecourt.gateway.budgets import BudgetGuard, budget_limits, price_minor, usage_of
 from forecourt.gateway.errors import SessionRestricted
 from forecourt.gateway.policy import TenancyCache, matches_any
@@ -87,15 +88,23 @@ class Protections:
         return refuse, approve
 
     async def _restricted(
-        self, inv: Invocation, owner: str | None, policies: list[Policy]
+        self, call: CallState, owner: str | None, policies: list[Policy]
     ) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-        """The session's (refuse, approve) globs when it is tainted and the policy restricts it; else ``None``."""
+        """The session's (refuse, approve) globs when it is tainted and the policy restricts it; else ``None``.
+
+        Asked once per call (the approval stage reuses the answer). While the shared backend is down this raises
+        ``Overloaded`` (503): a restricted call never runs on a guess (gateway/backends/protections.py).
+        """
+        if "restricted" in call.extra:
+            found: tuple[tuple[str, ...], tuple[str, ...]] | None = call.extra["restricted"]
+            return found
         refuse, approve = self._rules(policies)
-        if not (refuse or approve) or owner is None or not inv.session_id:
-            return None
-        if not await self.taint.tainted(owner, inv.session_id):
-            return None
-        return refuse, approve
+        sid = call.inv.session_id
+        restricted = None
+        if (refuse or approve) and owner is not None and sid and await self.taint.tainted(owner, sid):
+            restricted = refuse, approve
+        call.extra["restricted"] = restricted
+        return restricted
 
     async def before(
         self, call: CallState, action: Action, principal: Principal, dealership: Dealership | None
@@ -106,7 +115,7 @@ class Protections:
         if not policies:
             return
         if action.side_effect:
-            restricted = await self._restricted(call.inv, owner, policies)
+            restricted = await self._restricted(call, owner, policies)
             if restricted is not None and matches_any(action.name, restricted[0]):
                 call.extra["denial"] = "session_restricted"
                 raise SessionRestricted(details={"reason": "untrusted_output"})
@@ -125,7 +134,7 @@ class Protections:
         """The approval stage: the policy's own rules, and a restricted session's ``require_approval``."""
         owner = owner_of(principal, dealership)
         policies = await self.tenancy.policies(owner)
-        restricted = await self._restricted(call.inv, owner, policies) if action.side_effect else None
+        restricted = await self._restricted(call, owner, policies) if action.side_effect else None
         if restricted is not None:
             rules = tuple(ApprovalRule(action=glob, note=_NOTE) for glob in restricted[1])
             if rules and owner is not None:
@@ -144,10 +153,22 @@ class Protections:
             if self._marked is not None:
                 self._marked.labels("true" if found["flags"] else "false").inc()
             if owner is not None and call.inv.session_id:
-                await self.taint.taint(owner, call.inv.session_id)
+                await self._taint(action, owner, call.inv.session_id)
         if action.type == "model.invoke" and not outcome.cached:
             await self._meter_model(action, outcome, principal, owner)
         return outcome
+
+    async def _taint(self, action: Action, owner: str, session_id: str) -> None:
+        """Record that the session read untrusted output; while the shared backend is down, a read whose output a
+        policy's restriction depends on is withheld (503) rather than handed to a session no replica will know is
+        tainted. A side effect that already ran keeps its answer (this replica still remembers the taint)."""
+        try:
+            await self.taint.taint(owner, session_id)
+        except Overloaded:
+            refuse, approve = self._rules(await self.tenancy.policies(owner))
+            if (refuse or approve) and not action.side_effect:
+                raise
+            logger.warning("session taint not shared: %s ran while the shared backend was down", action.name)
 
     async def _meter_model(self, action: Action, outcome: Outcome, principal: Principal, owner: str | None) -> None:
         tokens_in, tokens_out = usage_of(outcome.metadata)

@@ -111,7 +111,7 @@ def redis_backends(settings: Settings) -> Backends:
         console_sessions=RedisSessionRegistry(client, prefix=prefix),
         authority=RedisAuthorityGenerations(client, prefix=prefix),
         taint=RedisSessionTaint(client, prefix=prefix),
-        budget_meters=RedisBudgetMeters(client, prefix=prefix),
+        budget_meters=RedisBudgetMeters(client, prefix=prefix, fail_mode=settings.rate_limit_fail_mode),
         _closers=[events.close, client.aclose],
         ping=client.ping,
     )

@@ -6,20 +6,44 @@
 - :class:`BudgetMeters`: counters per subject and period (``calls``, ``tokens_in``, ``tokens_out``,
   ``spend_minor``), added to atomically; a period's key expires after the period ends, which is the reset.
   Redis hashes ``<prefix>budget:<period>:<subject>``.
+
+While Redis is unavailable (see :mod:`forecourt.gateway.backends.redis` for the pattern):
+
+- **Session taint fails closed.** ``tainted`` raises :class:`~forecourt.errors.Overloaded` (503, retryable,
+  ``details.reason: session_state_unavailable``) unless this process itself saw the session tainted (a positive
+  answer is safe to keep, as a revocation is): without the shared record no replica can tell that a session has
+  not read untrusted output, and letting a side-effect call through on a guess is the very thing the restriction
+  exists to stop. ``taint`` records the session in this process, then raises ``Overloaded`` so the caller can
+  withhold the untrusted output it could not record (gateway/protections.py decides).
+- **Budget meters fail as the rate limiter does** (``FORECOURT_RATE_LIMIT_FAIL_MODE``): ``open`` (default) counts
+  nothing and answers empty meters, so calls are served unmetered; ``closed`` raises ``Overloaded``. ``read``
+  (the usage report) raises ``Overloaded`` in either mode: a report of zeros would be a wrong report.
+
+Each logs one warning per interval while Redis is down (never the URL), and one line when it is back.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Protocol
 
+from forecourt.errors import Overloaded
+from forecourt.gateway.backends.common import WarnThrottle
+
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
+    from forecourt.settings import FailMode
+
+logger = logging.getLogger(__name__)
 TAINT_TTL_S = 24 * 3600
 _MAX_MEMORY_ENTRIES = 100_000
+RETRY_AFTER_S = 1.0
+SESSION_STATE_UNAVAILABLE = "session_state_unavailable"
+BUDGETS_UNAVAILABLE = "budgets_unavailable"
 
 
 def _digest(*parts: str) -> str:
@@ -95,54 +119,129 @@ class MemoryBudgetMeters:
         return out
 
 
+def _unavailable(reason: str, exc: BaseException) -> Overloaded:
+    error = Overloaded(details={"retry_after": RETRY_AFTER_S, "reason": reason})
+    error.__cause__ = exc
+    return error
+
+
 class RedisSessionTaint:
-    """Tainted sessions shared by every replica."""
+    """Tainted sessions shared by every replica; fails closed while Redis is down (module docstring).
+
+    Sessions this process tainted (or saw tainted) are also kept here, bounded: a taint is never undone before it
+    expires, so a positive answer needs no round trip and survives an outage.
+    """
 
     def __init__(self, client: aioredis.Redis, *, prefix: str, ttl_s: int = TAINT_TTL_S) -> None:
         self._client = client
         self._prefix = prefix
         self.ttl_s = ttl_s
+        self._known = MemorySessionTaint(ttl_s)
+        self._warn = WarnThrottle(logger, "session taint")
 
     def _key(self, company_id: str, session_id: str) -> str:
         return f"{self._prefix}taint:{_digest(company_id, session_id)}"
 
     async def taint(self, company_id: str, session_id: str) -> None:
-        """Mark the session (its expiry moves on)."""
-        await self._client.set(self._key(company_id, session_id), b"1", ex=self.ttl_s)
+        """Mark the session (its expiry moves on).
+
+        Raises:
+            Overloaded: Redis is unavailable; the mark holds in this process only.
+        """
+        from forecourt.gateway.backends.redis import UNAVAILABLE
+
+        await self._known.taint(company_id, session_id)
+        try:
+            await self._client.set(self._key(company_id, session_id), b"1", ex=self.ttl_s)
+        except UNAVAILABLE as exc:
+            self._warn.failed(exc, "a tainted session was recorded in this process only")
+            raise _unavailable(SESSION_STATE_UNAVAILABLE, exc) from exc
+        self._warn.succeeded()
 
     async def tainted(self, company_id: str, session_id: str) -> bool:
-        """Whether the session was marked."""
-        return bool(await self._client.exists(self._key(company_id, session_id)))
+        """Whether the session was marked.
+
+        Raises:
+            Overloaded: Redis is unavailable and this process has not seen the session tainted.
+        """
+        from forecourt.gateway.backends.redis import UNAVAILABLE
+
+        if await self._known.tainted(company_id, session_id):
+            return True
+        try:
+            found = bool(await self._client.exists(self._key(company_id, session_id)))
+        except UNAVAILABLE as exc:
+            self._warn.failed(exc, "refusing restricted calls of sessions it cannot check (503)")
+            raise _unavailable(SESSION_STATE_UNAVAILABLE, exc) from exc
+        self._warn.succeeded()
+        if found:
+            await self._known.taint(company_id, session_id)
+        return found
+
+
+def _counts(raw: object) -> dict[str, int]:
+    return {k.decode() if isinstance(k, bytes) else str(k): int(v) for k, v in dict(raw).items()}  # type: ignore[call-overload]
 
 
 class RedisBudgetMeters:
-    """Budget counters shared by every replica (one hash per key; ``HINCRBY`` is atomic)."""
+    """Budget counters shared by every replica (one hash per key; ``HINCRBY`` is atomic).
 
-    def __init__(self, client: aioredis.Redis, *, prefix: str) -> None:
+    Args:
+        client: A client from :func:`~forecourt.gateway.backends.redis.connect_redis`.
+        prefix: Key prefix shared by every replica of one deployment.
+        fail_mode: What ``add`` does while Redis is unavailable, as the rate limiter (module docstring).
+    """
+
+    def __init__(self, client: aioredis.Redis, *, prefix: str, fail_mode: FailMode = "open") -> None:
         self._client = client
         self._prefix = prefix
+        self.fail_mode = fail_mode
+        self._warn = WarnThrottle(logger, "budget meters")
 
     async def add(self, key: str, amounts: dict[str, int], expires_at: float) -> dict[str, int]:
-        """See :class:`BudgetMeters`."""
+        """See :class:`BudgetMeters`; while Redis is down: ``{}`` (open) or :class:`Overloaded` (closed)."""
+        from forecourt.gateway.backends.redis import UNAVAILABLE
+
         name = f"{self._prefix}budget:{key}"
         pipe = self._client.pipeline(transaction=True)
         for field, amount in amounts.items():
             pipe.hincrby(name, field, amount)
         pipe.expireat(name, int(expires_at) + 1)
         pipe.hgetall(name)
-        *_, raw = await pipe.execute()
-        return {k.decode() if isinstance(k, bytes) else str(k): int(v) for k, v in dict(raw).items()}
+        try:
+            *_, raw = await pipe.execute()
+        except UNAVAILABLE as exc:
+            if self.fail_mode == "closed":
+                self._warn.failed(exc, "failing closed (503)")
+                raise _unavailable(BUDGETS_UNAVAILABLE, exc) from exc
+            self._warn.failed(exc, "failing open (calls are not metered)")
+            return {}
+        self._warn.succeeded()
+        return _counts(raw)
 
     async def read(self, keys: list[str]) -> list[dict[str, int]]:
-        """See :class:`BudgetMeters`."""
+        """See :class:`BudgetMeters`.
+
+        Raises:
+            Overloaded: Redis is unavailable.
+        """
+        from forecourt.gateway.backends.redis import UNAVAILABLE
+
         pipe = self._client.pipeline(transaction=False)
         for key in keys:
             pipe.hgetall(f"{self._prefix}budget:{key}")
-        rows = await pipe.execute()
-        return [{k.decode() if isinstance(k, bytes) else str(k): int(v) for k, v in dict(r).items()} for r in rows]
+        try:
+            rows = await pipe.execute()
+        except UNAVAILABLE as exc:
+            self._warn.failed(exc, "the budget report is unavailable (503)")
+            raise _unavailable(BUDGETS_UNAVAILABLE, exc) from exc
+        self._warn.succeeded()
+        return [_counts(r) for r in rows]
 
 
 __all__ = [
+    "BUDGETS_UNAVAILABLE",
+    "SESSION_STATE_UNAVAILABLE",
     "BudgetMeters",
     "MemoryBudgetMeters",
     "MemorySessionTaint",
