@@ -116,3 +116,63 @@ async def test_when_every_runtime_fails_the_last_error_names_what_was_tried(rig,
         await rig.invoke("model.invoke", {"input": "Draft a reply"})
     assert info.value.code == "upstream.unavailable"
     assert info.value.details["tried"] == ["huggingface", "anthropic"]
+
+
+def _mcp_call(name: str, arguments: dict[str, object]) -> dict[str, object]:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "fallback-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": meta},
+    }
+
+
+async def test_a_fallbacks_audit_record_names_the_runtime_that_answered_on_every_door(rig, fakes):
+    await allow_fallback(rig)
+    await prefer(rig, HF, CLAUDE)
+    payload = {"input": "Draft a reply"}
+    auth = {"Authorization": f"Bearer {rig.keys['crm']}"}
+    fakes.huggingface.faults.fail(503, tgi_error(503))
+    rest = await rig.rest("model.invoke", payload)
+    fakes.huggingface.faults.fail(503, tgi_error(503))
+    mcp = await rig.client.post(
+        "/mcp",
+        json=_mcp_call("model.invoke", payload),
+        headers={
+            **auth,
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": "model.invoke",
+            "Host": "127.0.0.1",
+        },
+    )
+    fakes.huggingface.faults.fail(503, tgi_error(503))
+    part = {"data": {"action": "model.invoke", "payload": payload}, "mediaType": "application/json"}
+    a2a = await rig.client.post(
+        "/agent/a2a/message:send",
+        json={"message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [part]}},
+        headers={**auth, "A2A-Version": "1.0"},
+    )
+    assert (rest.status_code, mcp.status_code, a2a.status_code) == (200, 200, 200), (mcp.text, a2a.text)
+    assert await rig.services.audit.flush()
+    async with rig.services.store.transaction() as uow:
+        records = [r for r in await uow.audit.page(MOTOR, limit=500) if r.action == "model.invoke"]
+    served = {r.surface: r.args_redacted.get("_served_by") for r in records}
+    answered = {"runtime": "anthropic", "model": CLAUDE, "fallback_from": ["huggingface"]}
+    assert served == {"rest": answered, "mcp": answered, "a2a": answered}
+    assert "input" not in str(served)  # the note names runtimes, never the prompt
+
+
+async def test_a_direct_runtime_calls_audit_record_names_that_runtime_and_its_model(rig, fakes):
+    outcome = await rig.invoke("anthropic.invokeModel", {"input": "Draft a reply", "model": CLAUDE})
+    assert await rig.services.audit.flush()
+    async with rig.services.store.transaction() as uow:
+        page = await uow.audit.page(MOTOR, limit=500)
+    record = next(r for r in page if r.trace_id == outcome.trace_id)
+    assert record.args_redacted["_served_by"] == {"runtime": "anthropic", "model": CLAUDE}

@@ -127,6 +127,9 @@ class CallState:
     error_code: str | None = None
     result_class: str = "ok"
     extra: dict[str, Any] = field(default_factory=dict)
+    served_by: dict[str, Any] | None = None
+    """A model call's answering runtime and model, after any fallback (``runtime``, ``model``, ``fallback_from``:
+    the runtimes that failed first); the audit record keeps it as ``args_redacted._served_by``."""
     audit_id: str = field(default_factory=new_audit_id)
     form: Hashable | None = None
     """The payload the adapter gets, frozen once (``domain/frozen.py``): the key of the call's validation and

@@ -10,7 +10,8 @@
   person (gateway/approvals.py);
 - :meth:`Protections.after`: marks a result that can carry third-party text (gateway/provenance.py), taints the
   session that received it, adds a model call's tokens and spend to the budgets;
-- :meth:`Protections.audited`: the call's audit record keeps the mark's sources and flags (never the text).
+- :meth:`Protections.audited`: the call's audit record keeps the mark's sources and flags (never the text), and
+  for a model call the runtime and model that answered after any fallback (``_served_by``).
 
 Sessions are MCP sessions (the 2025-11-25 handshake era), A2A contexts and the REST envelope's
 ``caller.sessionId``; their taint lives in the shared backend (Redis with several replicas).
@@ -154,8 +155,10 @@ class Protections:
                 self._marked.labels("true" if found["flags"] else "false").inc()
             if owner is not None and call.inv.session_id:
                 await self._taint(action, owner, call.inv.session_id)
-        if action.type == "model.invoke" and not outcome.cached:
-            await self._meter_model(action, outcome, principal, owner)
+        if action.type == "model.invoke":
+            call.served_by = served_by(action, outcome.metadata)
+            if not outcome.cached:
+                await self._meter_model(action, outcome, principal, owner)
         return outcome
 
     async def _taint(self, action: Action, owner: str, session_id: str) -> None:
@@ -198,11 +201,30 @@ class Protections:
 
     @staticmethod
     def audited(call: CallState, record: AuditRecord) -> AuditRecord:
-        """The call's record with its provenance note (sources and flagged patterns), when it has one."""
-        note = call.extra.get("provenance")
-        if note is None:
+        """The call's record with its provenance note (sources and flagged patterns) and, for a model call, the
+        runtime and model that answered (``_served_by``), when it has them."""
+        notes: dict[str, Any] = {}
+        if call.extra.get("provenance") is not None:
+            notes["_provenance"] = call.extra["provenance"]
+        if call.served_by is not None:
+            notes["_served_by"] = call.served_by
+        if not notes:
             return record
-        return record.model_copy(update={"args_redacted": {**record.args_redacted, "_provenance": note}})
+        return record.model_copy(update={"args_redacted": {**record.args_redacted, **notes}})
 
 
-__all__ = ["Protections", "owner_of"]
+def served_by(action: Action, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """Which runtime and model answered a model call: the route ``model.invoke`` took after its fallbacks
+    (adapters/models/routing.py), else the runtime the action names and the model it reported."""
+    route = metadata.get("route")
+    if isinstance(route, Mapping) and isinstance(route.get("runtime"), str):
+        note: dict[str, Any] = {"runtime": route["runtime"], "model": str(route.get("model") or "")[:128]}
+        failed = route.get("fallback_from")
+        if isinstance(failed, list) and failed:
+            note["fallback_from"] = [str(f.get("runtime"))[:64] for f in failed if isinstance(f, Mapping)]
+        return note
+    model = metadata.get("model")
+    return {"runtime": action.adapter, "model": model[:128] if isinstance(model, str) else ""}
+
+
+__all__ = ["Protections", "owner_of", "served_by"]
