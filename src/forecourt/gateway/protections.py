@@ -30,7 +30,7 @@ from forecourt.errors import Overloaded
 from forecourt.gateway import provenance
 from forecourt.gateway.backends.protections import MemoryBudgetMeters, MemorySessionTaint, SessionTaint
 from forecourt.gateway.base import Outcome, Principal
-from forecourt.gateway.budgets import BudgetGuard, budget_limits, price_minor, usage_of
+from forecourt.gateway.budgets import BudgetGuard, budget_limits, budgets_of, period_of, price_minor, usage_of
 from forecourt.gateway.errors import SessionRestricted
 from forecourt.gateway.policy import TenancyCache, matches_any
 from forecourt.store.base import AuditRecord, Store
@@ -185,19 +185,27 @@ class Protections:
         spend = price_minor(config.get("pricing"), model, tokens_in, tokens_out)
         await self.budgets.consumed(principal, policies, tokens_in, tokens_out, spend)
 
-    async def usage_report(self, company_id: str) -> dict[str, Any]:
-        """This period's meters and limits of the company's members and API keys (``admin.budgets.usage``)."""
+    async def usage_report(self, company_id: str, names: list[tuple[str, str]] | None = None) -> dict[str, Any]:
+        """This period's meters and limits of the company's members and API keys (``admin.budgets.usage``), or of
+        ``names`` only (``(scope, id)``: ``member``/member id, ``key``/key prefix; one console page)."""
         policies = await self.tenancy.policies(company_id)
-        async with self.store.read() as uow:
-            members = await uow.tenancy.list_members(company_id)
-            keys = await uow.tenancy.list_api_keys(company_id)
+        if names is None:
+            async with self.store.read() as uow:
+                members = await uow.tenancy.list_members(company_id)
+                keys = await uow.tenancy.list_api_keys(company_id)
+            names = [("member", m.id) for m in members] + [("key", k.prefix) for k in keys]
         limits = budget_limits(policies)
-        names = [("member", m.id) for m in members] + [("key", k.prefix) for k in keys]
-        rows = await self.budgets.usage(company_id, names, policies)
+        rows = await self.budgets.usage(company_id, names, policies) if names else []
         for row in rows:
             row["limits"] = limits(row["scope"], row["id"])
-        period = rows[0] if rows else {}
-        return {"period": period.get("period"), "resets_at": period.get("resets_at"), "items": rows}
+        budgets = budgets_of(policies)
+        period, resets_at = period_of(self.budgets.clock(), budgets.period if budgets is not None else "month")
+        return {
+            "period": period,
+            "resets_at": resets_at.isoformat(),
+            "currency": budgets.currency if budgets is not None else None,
+            "items": rows,
+        }
 
     @staticmethod
     def audited(call: CallState, record: AuditRecord) -> AuditRecord:

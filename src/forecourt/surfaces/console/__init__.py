@@ -15,6 +15,7 @@ from forecourt.gateway.pipeline import Gateway
 from forecourt.settings import Settings
 from forecourt.surfaces.console import views_main as main
 from forecourt.surfaces.console import views_ops as ops
+from forecourt.surfaces.console import views_protect as protect
 from forecourt.surfaces.console import views_tenants as tenants
 from forecourt.surfaces.console import views_try as tryout
 from forecourt.surfaces.console.auth import AuthViews
@@ -83,6 +84,9 @@ def console_routes(
         Route("/upstreams", page(ops.upstreams), methods=get),
         Route("/upstreams", page(ops.save_upstream, again=ops.upstreams), methods=post),
         Route("/upstreams/{upstream_id}/{op:str}", page(ops.upstream_action), methods=post),
+        Route("/tool-changes", page(protect.tool_changes), methods=get),
+        Route("/tool-changes/{upstream_id}/{decision}", page(protect.decide, again=protect.tool_changes), methods=post),
+        Route("/budgets", page(protect.budgets), methods=get),
     ]
     prefix = core.prefix
 

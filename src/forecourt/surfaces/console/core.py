@@ -52,6 +52,8 @@ NAV = (
     ("approvals", "Approvals", "approvals"),
     ("tools", "Tools", "tools"),
     ("upstreams", "Upstream MCP", "upstreams"),
+    ("tool_changes", "Tool changes", "tool-changes"),
+    ("budgets", "Budgets", "budgets"),
 )
 
 
