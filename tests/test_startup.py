@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,6 +64,74 @@ def test_a_one_shot_command_runs_through_the_gateway_without_importing_optional_
     loaded = set(done.stderr.rsplit("MODULES ", 1)[1].split())
     assert "forecourt" in loaded
     assert sorted(loaded.intersection(OPTIONAL_HEAVY)) == []
+
+
+def _migrated(tmp_path: Path) -> str:
+    from forecourt.store import upgrade_async
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'one-shot.db'}"
+    asyncio.run(upgrade_async(url))
+    return url
+
+
+def test_a_one_shot_command_runs_no_task_beside_its_own_call_and_writes_its_audit_record_on_closing(
+    tmp_path: Path,
+) -> None:
+    from forecourt.cli.common import services_for
+    from forecourt.gateway.auth.operator import operator_principal
+    from forecourt.gateway.base import Invocation
+    from forecourt.settings import Settings
+    from forecourt.store import open_store
+
+    settings = Settings.load(None, database_url=_migrated(tmp_path))
+
+    async def command() -> tuple[list[str], int]:
+        async with services_for(settings) as services:
+            await services.gateway.invoke(
+                Invocation(action="admin.companies.list", payload={}, surface="cli", principal=operator_principal())
+            )
+            others = [t.get_name() for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        store = open_store(settings)
+        try:
+            async with store.read() as uow:
+                return others, await uow.audit.count()
+        finally:
+            await store.close()
+
+    others, audited = asyncio.run(command())
+    assert others == []  # no audit flusher, outbox dispatcher, sampler or poller: nothing to compete for SQLite
+    assert audited == 1
+
+
+def test_a_one_shot_command_starts_without_garbage_collections_and_leaves_the_collector_as_it_found_it(
+    tmp_path: Path,
+) -> None:
+    from forecourt.cli.common import services_for
+    from forecourt.settings import Settings
+
+    settings = Settings.load(None, database_url=_migrated(tmp_path))
+    collections: list[int] = []
+
+    def count(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    async def command() -> tuple[int, bool, int]:
+        gc.callbacks.append(count)
+        try:
+            async with services_for(settings):
+                during = len(collections)
+                return during, gc.isenabled(), gc.get_freeze_count()
+        finally:
+            gc.callbacks.remove(count)
+
+    frozen_before = gc.get_freeze_count()
+    during, enabled_during, frozen_during = asyncio.run(command())
+    assert during == 0  # building the services set off no collection
+    assert enabled_during  # the command's own work is collected as usual
+    assert frozen_during > frozen_before  # what start-up built is out of the collector's way
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen_before
 
 
 @pytest.mark.slow

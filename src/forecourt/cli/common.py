@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+import gc
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -72,15 +73,44 @@ def run(coro_fn: Callable[[], Awaitable[T]], *, usage_errors: tuple[type[Forecou
         raise typer.Exit(EXIT_USAGE if isinstance(exc, usage_errors) else EXIT_REFUSED) from None
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a command starts; what it built is then left out of later collections.
+
+    Start-up (imports, the catalogue, the gateway) allocates objects that live until the command ends: the ~300
+    collections it set off found next to nothing to free and took ~15 % of a one-shot command's CPU. On the way
+    out those objects are frozen (no collection walks them again while the command runs) and collection resumes;
+    :func:`collector_resumed` hands them back to the collector when the command is done.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
+def collector_resumed() -> None:
+    """Give the objects frozen by :func:`collector_paused` back to the collector (a process running several
+    commands, such as a test run, then frees what they left behind)."""
+    gc.unfreeze()
+
+
 @asynccontextmanager
 async def services_for(settings: Settings) -> AsyncIterator[Any]:
-    """A services container for a one-shot command (audit flushed on exit; no background loops, nor the parts
-    that only run in them)."""
-    from forecourt.bootstrap import build_services
-
-    services = build_services(settings, serving=False)
-    await services.start(background=False)
+    """A services container for a one-shot command: no background loop at all (not even the audit flusher: the
+    command's audit records are written when it closes), nor the parts that only run in loops."""
     try:
-        yield services
+        with collector_paused():
+            from forecourt.bootstrap import build_services
+
+            services = build_services(settings, serving=False)
+        try:
+            await services.audit.recover()  # records a killed command left in the journal
+            yield services
+        finally:
+            await services.close()
     finally:
-        await services.close()
+        collector_resumed()
