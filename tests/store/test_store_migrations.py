@@ -12,7 +12,7 @@ from alembic.runtime.migration import MigrationContext
 from forecourt.demo import load_demo
 from forecourt.store import SqlStore, create_engine, upgrade, upgrade_async, upgrade_engine
 from forecourt.store.migrations.versions.inventory_0002 import INDEXES as SORT_INDEXES
-from forecourt.store.sql.schema import metadata
+from forecourt.store.sql.schema import include_object, metadata
 
 EXPECTED_TABLES = {
     "profiles",
@@ -39,7 +39,9 @@ EXPECTED_TABLES = {
 def _inspect(conn: sa.Connection) -> tuple[set[str], str | None, list[object]]:
     tables = set(sa.inspect(conn).get_table_names())
     revision = MigrationContext.configure(conn).get_current_revision()
-    diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), metadata)
+    diff = compare_metadata(
+        MigrationContext.configure(conn, opts={"compare_type": True, "include_object": include_object}), metadata
+    )
     return tables, revision, diff
 
 

@@ -3,7 +3,8 @@
 Each read answers one page (at most :data:`MAX_LIMIT` rows, starting at most :data:`MAX_OFFSET` rows in), whether
 another page follows, and how many rows match, counted up to :data:`COUNT_CAP` ("10,000+" beyond; a search's up to
 :data:`SEARCH_COUNT_CAP`). Sort keys are
-a fixed list per table; a search is a case-insensitive substring of a few columns. Like ``store/console.py``
+a fixed list per table; a search is a case-insensitive substring of a few columns (the leads' from trigram indexes,
+see :func:`_lead_search`). Like ``store/console.py``
 this is store code: the console's actions call it, surfaces never do.
 """
 
@@ -67,7 +68,7 @@ class Table:
     predicates: Mapping[str, Any] = field(default_factory=dict)
     """Filters that are not an equality: name → a function of the value that answers a clause."""
     search_clause: Any = None
-    """``(pattern, dialect, company_id) -> clause`` where the search is not an OR over ``search`` columns."""
+    """``(q, dialect) -> clause`` where the search is not an OR over ``search`` columns."""
     recent: Any = None
     """A time column the scope's index ends with: the default page (newest first) is looked for in the last day,
     week, month, year before the whole table (:data:`WINDOWS_DAYS`), each window read from that index."""
@@ -98,6 +99,36 @@ def _contains(column: Any, pattern: str, dialect: str) -> Any:
 
 def _c(table: Any, *names: str) -> list[Any]:
     return [table.c[n] for n in names]
+
+
+CUSTOMER_SEARCHED = ("first_name", "last_name", "email_l", "phone")
+"""The customer's columns a lead search matches (with the lead's id), indexed by migration ``console_0002``."""
+_CUSTOMERS_SEARCH = sa.table("customers_search", sa.column("customer_id"))
+TRIGRAM = 3
+"""The shortest search SQLite's trigram index answers; a shorter one reads the customers table."""
+
+
+def _lead_search(q: str, dialect: str) -> Any:
+    """Leads whose id, or whose customer's first or last name, e-mail or phone, holds ``q`` (any case), from
+    indexes: SQLite's FTS5 trigram table ``customers_search``, PostgreSQL's ``pg_trgm`` GIN index under ``ILIKE``
+    (both migration ``console_0002``), then ``leads (customer_id, id)``. The same rows on both: a substring,
+    case folded (SQLite's ``LIKE`` below three characters folds ASCII letters only)."""
+    pattern = _like(q)
+    if dialect == "sqlite" and len(q) >= TRIGRAM:
+        phrase = '"' + q.replace('"', '""') + '"'
+        customers_matching: Any = sa.select(_CUSTOMERS_SEARCH.c.customer_id).where(
+            sa.literal_column("customers_search").op("MATCH")("{" + " ".join(CUSTOMER_SEARCHED) + "} : " + phrase)
+        )
+    else:
+        columns = [customers.c[name] for name in CUSTOMER_SEARCHED]
+        customers_matching = sa.select(_CU.id).where(sa.or_(*(_contains(c, pattern, dialect) for c in columns)))
+    by_id = leads.alias("by_id")
+    # Two IN terms, each answered by an index (SQLite: "MULTI-INDEX OR"): the customers' leads through
+    # ``ix_leads_customer``, and leads by id (a scan of the primary key's entries, short strings).
+    return sa.or_(
+        _L.customer_id.in_(customers_matching),
+        _L.id.in_(sa.select(by_id.c.id).where(_contains(by_id.c.id, pattern, dialect))),
+    )
 
 
 _D, _M, _K, _L, _CU, _DL, _A, _AU = (
@@ -156,21 +187,7 @@ TABLES: dict[str, Table] = {
         + [_CU.first_name, _CU.last_name, _CU.email, _CU.phone],
         scope=_L.dealership_id,
         search=(_L.id,),
-        # Customers matched by name, email or phone in one pass over the customers (scoping them by rooftop too
-        # made SQLite read them rooftop by rooftop, 3x slower): the leads stay scoped to the company's rooftops.
-        search_clause=lambda pattern, dialect, company_id: sa.or_(
-            _contains(_L.id, pattern, dialect),
-            _L.customer_id.in_(
-                sa.select(_CU.id).where(
-                    sa.or_(
-                        *(
-                            _contains(c, pattern, dialect)
-                            for c in (_CU.first_name, _CU.last_name, _CU.email_l, _CU.phone)
-                        )
-                    )
-                )
-            ),
-        ),
+        search_clause=_lead_search,
         sorts={"created_at": _L.created_at, "status": _L.status, "dealership_id": _L.dealership_id},
         default_sort="created_at",
         default_desc=True,
@@ -214,15 +231,21 @@ def company_rooftops(company_id: str) -> Any:
     return sa.select(_D.id).where(_D.company_id == company_id).scalar_subquery()
 
 
-def _scoped(name: str, company_id: str, granted: Sequence[str] | None) -> list[Any]:
-    """The rows of ``company_id`` (of its rooftops) the caller may see: ``granted`` rooftops only, when given."""
+def _scoped(name: str, company_id: str, granted: Sequence[str] | None, *, unindexed_scope: bool = False) -> list[Any]:
+    """The rows of ``company_id`` (of its rooftops) the caller may see: ``granted`` rooftops only, when given.
+
+    ``unindexed_scope`` (SQLite): the company's rooftops are checked on each row found, not used to find rows
+    (``+column``): a search found through its own indexes is not read rooftop by rooftop instead."""
     t = TABLES[name]
     where: list[Any] = []
     company_column = _COMPANY_COLUMN.get(name)
     if company_column is not None:
         where.append(company_column == company_id)
     if t.scope is not None:
-        where.append(t.scope.in_(company_rooftops(company_id)) if name != "rooftops" else sa.true())
+        scope = t.scope
+        if unindexed_scope:
+            scope = sa.literal_column(f"+{t.scope.table.name}.{t.scope.name}")
+        where.append(scope.in_(company_rooftops(company_id)) if name != "rooftops" else sa.true())
         if granted is not None:
             where.append(t.scope.in_(list(granted)))
     elif name == "approvals" and granted is not None:
@@ -236,22 +259,23 @@ async def read_page(
 ) -> PageOf:
     """A page of table ``name`` of ``company_id``; ``granted``: the rooftops the caller may see (``None``: all)."""
     t = TABLES[name]
-    where = _scoped(name, company_id, granted)
-    for key, value in request.filters.items():
-        if value is None or value == "":
-            continue
-        if key in t.filters:
-            where.append(t.filters[key] == value)
-        elif key in t.predicates:
-            where.append(t.predicates[key](value))
     limit = max(1, min(MAX_LIMIT, request.limit))
     offset = max(0, min(MAX_OFFSET, request.offset))
     async with store.read() as uow:
         conn = _conn(uow)
+        indexed_search = bool(request.q) and t.search_clause is not None and conn.dialect.name == "sqlite"
+        where = _scoped(name, company_id, granted, unindexed_scope=indexed_search)
+        for key, value in request.filters.items():
+            if value is None or value == "":
+                continue
+            if key in t.filters:
+                where.append(t.filters[key] == value)
+            elif key in t.predicates:
+                where.append(t.predicates[key](value))
         if request.q:
             pattern, dialect = _like(request.q), conn.dialect.name
             if t.search_clause is not None:
-                where.append(t.search_clause(pattern, dialect, company_id))
+                where.append(t.search_clause(request.q, dialect))
             else:
                 where.append(sa.or_(*(_contains(c, pattern, dialect) for c in t.search)))
         chosen = request.sort is not None and request.sort in t.sorts

@@ -12,7 +12,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from forecourt.store.sql.engine import create_engine
-from forecourt.store.sql.schema import metadata
+from forecourt.store.sql.schema import include_object, metadata
 
 config = context.config
 
@@ -27,6 +27,7 @@ def _configure(connection: Connection) -> None:
         target_metadata=metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_object=include_object,
     )
 
 

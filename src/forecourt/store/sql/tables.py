@@ -295,6 +295,7 @@ leads = sa.Table(
     sa.Index("ix_leads_dealer_status_created", "dealership_id", "status", "created_at"),
     sa.Index("ix_leads_dealer_fingerprint", "dealership_id", "fingerprint"),
     sa.Index("ix_leads_dealer_idempotency", "dealership_id", "idempotency_key"),
+    sa.Index("ix_leads_customer", "customer_id", "id"),  # a customer's leads (console search; console_0002)
 )
 
 # --- service and deals ---------------------------------------------------------------------------------
