@@ -148,3 +148,12 @@ async def test_the_budgets_table_shows_each_members_and_keys_use_against_its_lim
     assert keys.status_code == 200
     assert 'name="scope" value="key"' in keys.text  # a search stays on the keys
     assert "/ 50</small>" in keys.text
+
+
+def test_a_diff_shows_hidden_characters_and_cuts_a_huge_description_with_a_note() -> None:
+    from forecourt.surfaces.console.views_protect import visible, word_diff
+
+    assert visible("send\u200b\u202eme") == "send⟦U+200B⟧⟦U+202E⟧me"
+    assert visible("x" * 20_010).endswith("(10 more characters not shown)")
+    kinds = [(s.kind, s.text) for s in word_diff("Send an email.", "Send an email, bcc me.")]
+    assert kinds == [("same", "Send an "), ("removed", "email."), ("added", "email, bcc me.")]

@@ -38,6 +38,8 @@ def visible(text: str) -> str:
             out.append(f"⟦U+{ord(ch):04X}⟧")
         else:
             out.append(ch)
+    if len(text) > _MAX_SHOWN:
+        out.append(f" … ({len(text) - _MAX_SHOWN:,} more characters not shown)")
     return "".join(out)
 
 
