@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,6 +43,19 @@ def test_aap_check_with_allow_skips_passes_when_every_rule_checked_passed(live: 
     assert result.exit_code == 0, result.output
     assert "[SKIP] skill.lead.submit.valid_request" in result.output
     assert "RESULT: PASS (with skips)" in result.output
+
+
+def test_aap_check_json_is_the_same_report_as_data_with_the_same_exit_status(live: LiveServer) -> None:
+    result = CliRunner().invoke(cli, ["aap", "check", f"{live.url}/dealers/{TOYOTA}", "--json"])
+    assert result.exit_code == 2, result.output
+    report = json.loads(result.stdout)
+    assert report["result"] == "incomplete"
+    verdicts = [(c["rule"], c["verdict"]) for c in report["checks"]]
+    assert ("skill.lead.submit.valid_request", "skip") in verdicts
+    assert ("errors.inventory.search.code", "pass") in verdicts
+    assert report["failed"] == 0
+    assert report["skipped"] == sum(v == "skip" for _, v in verdicts) >= 1
+    assert report["passed"] == report["checked"] == sum(v == "pass" for _, v in verdicts)
 
 
 async def test_a_bearer_agent_checked_without_a_token_calls_no_skill_and_is_not_a_pass(rig: Rig) -> None:

@@ -23,8 +23,6 @@ OPERATIONS = {
 }  # fmt: skip
 NO_DATA = {"mcp", "crm sink", "db upgrade"}
 """Servers (and every ``... serve``), and the schema migration (one line saying it is done)."""
-ELSEWHERE = {"aap check", "tools list"}
-"""Commands whose module keeps its own output format (a conformance report; a token count)."""
 FIRST_DAY = [
     ["serve"], ["demo"], ["apply"], ["companies", "create"], ["dealerships", "create"], ["members", "create"],
     ["keys", "create"], ["inventory", "import"], ["crm", "http"], ["audit", "export"],
@@ -50,7 +48,7 @@ def _options(command: Any) -> set[str]:
 
 def test_every_command_that_prints_data_takes_json() -> None:
     missing = [" ".join(p) for p, c in VISIBLE.items() if "--json" not in _options(c) and p[-1] != "serve"]
-    assert sorted(missing) == sorted(NO_DATA | ELSEWHERE)
+    assert sorted(missing) == sorted(NO_DATA)
 
 
 def test_records_have_one_verb_set_and_other_verbs_name_an_operation() -> None:
@@ -94,3 +92,19 @@ def test_exit_codes_are_0_done_1_refused_2_not_understood(tmp_path: Path) -> Non
     for usage in (["companies", "create"], ["keys", "create", "--company", "acme"], ["demo", "--seed", "-1"],
                   ["apply", str(not_yaml)], ["audit", "export"], ["no-such-command"]):  # fmt: skip
         assert runner.invoke(app, usage, env=env).exit_code == 2, usage
+
+
+def test_tools_list_prints_one_tool_a_line_for_a_person_and_the_listing_as_json_with_json(tmp_path: Path) -> None:
+    db = tmp_path / "forecourt.db"
+    asyncio.run(upgrade_async(f"sqlite+aiosqlite:///{db}"))
+    env = {"FORECOURT_DATABASE_URL": f"sqlite+aiosqlite:///{db}"}
+    runner = CliRunner()
+    assert runner.invoke(app, ["demo", "--vehicles", "1"], env=env).exit_code == 0
+    member = ["tools", "list", "--member", "demo-motor-group/crm-agent"]
+    text = runner.invoke(app, member, env=env)
+    assert text.exit_code == 0, text.output
+    assert text.stdout.startswith("demo-motor-group/crm-agent: toolset ")
+    assert "\n  inventory.search\n" in text.stdout
+    listing = json.loads(runner.invoke(app, [*member, "--json"], env=env).stdout)
+    assert "inventory.search" in listing["tools"]
+    assert text.stdout.rstrip().endswith(f"{len(listing['tools'])} tools")

@@ -30,7 +30,7 @@ def _cli(live: LiveServer, *args: str) -> dict[str, object]:
             "FORECOURT_LOG_LEVEL": "WARNING",
         }
     )
-    command = [str(Path(sys.executable).parent / "forecourt"), "tools", "list", "--member", MEMBER, *args]
+    command = [str(Path(sys.executable).parent / "forecourt"), "tools", "list", "--member", MEMBER, "--json", *args]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     report: dict[str, object] = json.loads(done.stdout)

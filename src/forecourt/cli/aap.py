@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from typing import Any
 
 import typer
 
@@ -19,16 +21,41 @@ def check(
     allow_skips: bool = typer.Option(
         False, "--allow-skips", help="Exit 0 when every rule checked passed, even if some were skipped."
     ),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object (same exit status)."),
 ) -> None:
     """Fetch and validate the card and manifest, call every skill on both bindings, print a report.
 
     Exit status: 0 every rule passed (with skips only under ``--allow-skips``), 1 a rule failed, 2 rules were
     skipped (a bearer agent without ``--token``, ``lead.submit`` without ``--submit-lead``).
+
+    Example: forecourt aap check http://127.0.0.1:8000/dealers/demo-toyota-sf --json
     """
     from forecourt.adapters.aap.checker import run_check
 
     report = asyncio.run(run_check(url, token=token, leads=submit_lead))
-    typer.echo(report.render(allow_skips=allow_skips))
+    if as_json:
+        typer.echo(json.dumps(as_dict(report, allow_skips=allow_skips), indent=2))
+    else:
+        typer.echo(report.render(allow_skips=allow_skips))
     if not report.passed:
         raise typer.Exit(1)
     raise typer.Exit(0 if report.complete(allow_skips=allow_skips) else 2)
+
+
+def as_dict(report: Any, *, allow_skips: bool) -> dict[str, Any]:
+    """The report as data: each rule with its verdict (``pass``, ``fail``, ``warn``, ``skip``), counts, the result."""
+
+    def verdict(c: Any) -> str:
+        return "skip" if c.skipped else "pass" if c.ok else ("warn" if c.warning else "fail")
+
+    checked = [c for c in report.checks if not c.skipped]
+    result = "fail" if not report.passed else "pass" if report.complete(allow_skips=allow_skips) else "incomplete"
+    return {
+        "url": report.url,
+        "result": result,
+        "passed": sum(1 for c in checked if c.ok),
+        "checked": len(checked),
+        "failed": len(report.failures),
+        "skipped": len(report.skips),
+        "checks": [{"rule": c.rule, "verdict": verdict(c), "detail": c.detail} for c in report.checks],
+    }

@@ -67,13 +67,37 @@ def tools_list(
     tokens: bool = typer.Option(
         False, "--tokens", help="Measure the tools/list: bytes, and tokens in cl100k_base and o200k_base."
     ),
+    as_json: bool = typer.Option(False, "--json", help="Print the listing (or the measurement) as one JSON object."),
     config: Path | None = ConfigOption,
 ) -> None:
-    """List the MCP tools a member is offered (``--tokens``: with bytes and tokens, per tool and in total)."""
+    """List the MCP tools a member is offered (``--tokens``: with bytes and tokens, per tool and in total).
+
+    Example: forecourt tools list --member demo-motor-group/crm-agent --tokens
+    """
     settings = load_settings(config)
     if company is None:
         company, _, member = member.rpartition("/")
     if not company:
         raise typer.BadParameter("give --company or --member COMPANY/MEMBER", param_hint="--member")
     result = run(lambda: member_tools(settings, company, member, names, tokens))
-    typer.echo(json.dumps(result, indent=2))
+    typer.echo(json.dumps(result, indent=2) if as_json else render(result))
+
+
+def render(result: dict[str, Any]) -> str:
+    """The listing for a person: the member, its toolset, then one tool a line (with bytes and tokens if measured)."""
+    lines = [f"{result['member']}: toolset {result['toolset']}"]
+    for policy, toolsets in result.get("policy_toolsets", {}).items():
+        lines.append(f"policy {policy} offers toolsets {', '.join(toolsets)}")
+    if "per_tool" not in result:
+        lines += [f"  {name}" for name in result["tools"]]
+        lines.append(f"{len(result['tools'])} tools")
+        return "\n".join(lines)
+    encodings = sorted(result["tokens"])
+    width = max([len(t["name"]) for t in result["per_tool"]] + [4])
+    lines.append(f"  {'tool':<{width}} {'bytes':>7} " + " ".join(f"{e:>12}" for e in encodings))
+    for tool in result["per_tool"]:
+        counts = " ".join(f"{tool['tokens'][e]:>12}" for e in encodings)
+        lines.append(f"  {tool['name']:<{width}} {tool['bytes']:>7} {counts}")
+    counts = " ".join(f"{result['tokens'][e]:>12}" for e in encodings)
+    lines.append(f"  {'total (' + str(result['tools']) + ' tools)':<{width}} {result['bytes']:>7} {counts}")
+    return "\n".join(lines)
