@@ -20,11 +20,13 @@ Errors never quote the request: the body may carry a customer's personal data.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import tempfile
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 import orjson
 
@@ -207,35 +209,76 @@ class RequestGuard:
             await self.app(scope, receive, send)
             return
         form = _wire_form(str(scope.get("path", "")))
-        if self._streamed_upload(scope):
-            # A console feed upload of a declared size within ``feed_max_bytes`` (the scheduled feeds' limit) goes
-            # through unbuffered: the multipart parser spools the file to disk (surfaces/console/views_ops.py).
-            await self.app(scope, receive, send)
+        declared = _header(scope, b"content-length")
+        if self._console_upload(scope) and (declared is None or declared.strip().isdigit()):
+            # A console feed upload is held to ``feed_max_bytes`` (the scheduled feeds' limit), not to
+            # ``max_body_bytes``, with or without a Content-Length (see :meth:`_upload`).
+            await self._upload(scope, receive, send, form, declared)
             return
         try:
             body, disconnected = await self._read(scope, receive)
             if body and _is_json_request(scope, form):
                 self._check_json(body)
         except _Refusal as refusal:
-            if self.rejections is not None:
-                self.rejections.record_rejected(
-                    surface=_surface_of(form),
-                    action=_action_of(form, str(scope.get("path", ""))),
-                    status=refusal.error.http_status,
-                    error_code=refusal.error.code,
-                    processed_by=self.settings.instance_name,
-                )
-            await self._refuse(send, form, refusal)
+            await self._refuse_recorded(scope, send, form, refusal)
             return
         await self.app(scope, _replay(body, disconnected, receive), send)
 
-    def _streamed_upload(self, scope: Scope) -> bool:
+    async def _refuse_recorded(self, scope: Scope, send: Send, form: str, refusal: _Refusal) -> None:
+        if self.rejections is not None:
+            self.rejections.record_rejected(
+                surface=_surface_of(form),
+                action=_action_of(form, str(scope.get("path", ""))),
+                status=refusal.error.http_status,
+                error_code=refusal.error.code,
+                processed_by=self.settings.instance_name,
+            )
+        await self._refuse(send, form, refusal)
+
+    def _console_upload(self, scope: Scope) -> bool:
         path = str(scope.get("path", ""))
         prefix = self.settings.console_prefix.rstrip("/") + "/inventory/"
-        if not path.startswith(prefix) or not _CONSOLE_UPLOAD.match(path[len(prefix) :]):
-            return False
-        declared = _header(scope, b"content-length")
-        return declared is not None and declared.strip().isdigit() and int(declared) <= self.settings.feed_max_bytes
+        return path.startswith(prefix) and _CONSOLE_UPLOAD.match(path[len(prefix) :]) is not None
+
+    async def _upload(self, scope: Scope, receive: Receive, send: Send, form: str, declared: str | None) -> None:
+        """A console feed upload, refused past ``feed_max_bytes`` with one error however its size is told.
+
+        With a Content-Length within the limit it goes through unbuffered (the server holds the body to it; the
+        multipart parser spools the file to disk, surfaces/console/views_ops.py). Without one (chunked), the body
+        is first spooled here (to disk past ``max_body_bytes``) and counted: past the limit it is refused before
+        the console sees any of it, so no import starts and nothing is half-written; within it, it is replayed.
+        """
+        limit = self.settings.feed_max_bytes
+        too_large = _Refusal(PayloadTooLarge(details={"max_bytes": limit}), -32600)
+        if declared is not None:
+            if int(declared) > limit:
+                await self._refuse_recorded(scope, send, form, too_large)
+                return
+            await self.app(scope, receive, send)
+            return
+        spool = tempfile.SpooledTemporaryFile(max_size=self.settings.max_body_bytes)  # noqa: SIM115 (closed below)
+        try:
+            size, disconnected = 0, False
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    disconnected = True
+                    break
+                chunk = bytes(message.get("body", b""))
+                size += len(chunk)
+                if size > limit:
+                    await self._refuse_recorded(scope, send, form, too_large)
+                    return
+                if size > self.settings.max_body_bytes:
+                    await asyncio.to_thread(spool.write, chunk)  # on disk by now: off the event loop
+                else:
+                    spool.write(chunk)
+                if not message.get("more_body", False):
+                    break
+            spool.seek(0)
+            await self.app(scope, _replay_file(spool, disconnected, receive), send)
+        finally:
+            spool.close()
 
     async def _read(self, scope: Scope, receive: Receive) -> tuple[bytes, bool]:
         limit = self.settings.max_body_bytes
@@ -285,6 +328,27 @@ class RequestGuard:
         ]
         await send({"type": "http.response.start", "status": exc.http_status, "headers": sent})
         await send({"type": "http.response.body", "body": raw})
+
+
+_REPLAY_CHUNK = 256 * 1024
+
+
+def _replay_file(spool: IO[bytes], disconnected: bool, receive: Receive) -> Receive:
+    """A ``receive`` that hands out a spooled body in chunks, then defers to the server's."""
+    done = False
+
+    async def replay() -> Message:
+        nonlocal done
+        if done:
+            return await receive()
+        chunk = await asyncio.to_thread(spool.read, _REPLAY_CHUNK)
+        if len(chunk) < _REPLAY_CHUNK:
+            done = True
+            if disconnected and not chunk:
+                return {"type": "http.disconnect"}
+        return {"type": "http.request", "body": chunk, "more_body": not done}
+
+    return replay
 
 
 def _replay(body: bytes, disconnected: bool, receive: Receive) -> Receive:

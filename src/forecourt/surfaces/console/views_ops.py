@@ -89,8 +89,10 @@ async def upload_form(page: Page) -> Response:
 async def upload(page: Page) -> Response:
     """Import an uploaded feed; answers the report (the fragment alone for the progress-bar script).
 
-    The file arrives spooled to disk by the multipart parser (the request guard lets a console upload through
-    unbuffered up to ``feed_max_bytes``, the scheduled feeds' limit) and the importer reads it from there.
+    The file arrives spooled to disk by the multipart parser and the importer reads it from there. The request
+    guard holds a console upload to ``feed_max_bytes`` (the scheduled feeds' limit), not to ``max_body_bytes``:
+    with a Content-Length it passes unbuffered, without one (chunked) it is spooled and counted first; past the
+    limit either is refused with the same 413 ``payload_too_large`` before this view runs.
     With ``X-Console-Progress: 1`` the answer streams as JSON lines while the import runs: one
     ``{"phase": "import", "done": n, "total": m}`` per batch written, then ``{"phase": "done", "html": report}``
     or ``{"phase": "error", "code", "message"}`` (the console script draws the bar from them).
