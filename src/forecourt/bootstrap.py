@@ -160,7 +160,6 @@ def build_services(settings: Settings, *, store: Store | None = None, serving: b
         )
     )
     catalogue = built.catalogue
-    remote_closers = _remote_adapters(catalogue, adapter_configs)
     authenticator = build_authenticator(
         settings, store, backends.revocations, backends.authority, rate_limiter=backends.rate_limiter
     )
@@ -211,10 +210,11 @@ def build_services(settings: Settings, *, store: Store | None = None, serving: b
     else:
         _add_log_export(services)
     services.closers.extend(built.closers)
-    services.closers.extend(remote_closers)
     from forecourt.adapters.upstream import register_upstreams
 
     services.upstreams = register_upstreams(store, catalogue, settings, gateway, services.runner)
+    # Last: the upstream adapter is registered just above, and a remote family replaces every adapter it names.
+    services.closers.extend(_remote_adapters(catalogue, adapter_configs))
     return services
 
 
@@ -359,6 +359,9 @@ def _routes(services: Services) -> tuple[list[BaseRoute], list[Middleware]]:
         )
     )  # "/mcp" exactly; "/mcp/{action}" below stays the REST envelope
     routes.extend(RestSurface(services.gateway, services.settings).routes())
+    from forecourt.gateway.host_calls import host_call_routes
+
+    routes.extend(host_call_routes(services.gateway))  # nested calls of remote adapter hosts, when there are some
     from forecourt.surfaces.a2a.app import A2ASurface
 
     aap = services.aap

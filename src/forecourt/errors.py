@@ -64,6 +64,7 @@ PII, no SQL, no provider internals. Errors live here, or in one ``errors.py`` of
         InvalidUpstream  [domain.errors]
         InvalidVin
         ModelRequestRejected  [adapters.errors]
+        NestingTooDeep  [contract.errors]
         TenantsFileInvalid
         UnsafeExpression  [adapters.workflow.errors]
         VinError  [domain.errors]

@@ -12,6 +12,7 @@ from forecourt.adapters.workflow import MAX_BPMN_BYTES
 from forecourt.adapters.workflow.admin import ADAPTER_ID as ADMIN_ADAPTER_ID
 from forecourt.adapters.workflow.admin import WorkflowAdminAdapter
 from forecourt.adapters.workflow.runner import WorkflowRunner
+from forecourt.errors import UnknownAction
 
 ADAPTER_ID = "workflow"
 RESULT_TYPE = "workflow.run"
@@ -205,6 +206,23 @@ def _handler(run: Callable[[Mapping[str, Any], ExecutionContext], Awaitable[dict
     return handle
 
 
+class WorkflowActions:
+    """The ``workflow`` adapter: the ``workflow.*`` actions of one runner (one adapter, so a remote adapter host of
+    the workflows family can stand in for it: ``adapters/remote``)."""
+
+    id = "workflow"
+
+    def __init__(self, handlers: Mapping[str, Handler]) -> None:
+        self.handlers = dict(handlers)
+
+    async def execute(self, payload: Mapping[str, Any], context: ExecutionContext) -> AdapterResult:
+        """Run ``context.action`` on the runner."""
+        handler = self.handlers.get(context.action.name)
+        if handler is None:
+            raise UnknownAction(details={"action": context.action.name[:100]})
+        return await handler(payload, context)
+
+
 def register_workflows(catalogue: Catalogue) -> WorkflowRunner:
     """Add the ``workflow.*`` actions (run by a new :class:`WorkflowRunner`) and the admin definition actions."""
     runner = WorkflowRunner(catalogue)
@@ -217,7 +235,8 @@ def register_workflows(catalogue: Catalogue) -> WorkflowRunner:
         "workflow.list_runs": runner.list_runs,
     }
     for action in WORKFLOW_ACTIONS:
-        catalogue.add(action, _handler(handlers[action.name]))
+        catalogue.add(action)
+    catalogue.add_adapter(WorkflowActions({name: _handler(run) for name, run in handlers.items()}))
     for action in WORKFLOW_ADMIN_ACTIONS:
         catalogue.add(action)
     catalogue.add_adapter(WorkflowAdminAdapter())

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from forecourt.errors import ForecourtError
+from forecourt.errors import ForecourtError, InvalidParams
 
 # raised in forecourt.contract.secrets and forecourt.gateway.credentials
 
@@ -16,3 +16,13 @@ class CredentialUnavailable(ForecourtError):
     http_status = 503
     jsonrpc_code = -32000
     default_message = "Credentials for this adapter are not available."
+
+
+# raised in forecourt.gateway.host_calls (nested calls of remote adapter hosts)
+
+
+class NestingTooDeep(InvalidParams):
+    """A call nested through adapter hosts past ``contract.grants.MAX_DEPTH`` hops."""
+
+    code = "adapters.nesting_too_deep"
+    default_message = "This call nests too many calls through adapter hosts."

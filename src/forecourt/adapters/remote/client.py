@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 from forecourt.adapters.errors import AdapterConfigError
 from forecourt.adapters.models.common import LoopLocal
 from forecourt.adapters.remote.wire import (
-    DEADLINE_HEADER,
     FAMILIES,
     TOKEN_TTL_S,
     call_body,
@@ -35,10 +34,12 @@ from forecourt.adapters.remote.wire import (
     no_host,
     now_ms,
     result_of,
+    runs_in_gateway,
     sign_service_token,
     traceparent,
 )
 from forecourt.contract import Adapter, AdapterResult, Catalogue, ExecutionContext
+from forecourt.contract.grants import DEADLINE_HEADER, NESTED_DEPTH, NESTED_PATH, grant_key, sign_grant
 from forecourt.errors import ForecourtError, Timeout
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ class RemoteFamily:
         eject_s: float = 30.0,
         health_interval_s: float = 10.0,
         tls: Mapping[str, Any] | None = None,
+        callback_url: str | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
@@ -90,10 +92,20 @@ class RemoteFamily:
         self.eject_s = eject_s
         self.health_interval_s = health_interval_s
         self.tls = dict(tls or {})
+        self.callback_url = callback_url
+        """The gateways' address as the hosts reach it, for nested calls (default: ``settings.advertised_url``)."""
+        self._grant_keys: dict[str, bytes] = {}
         self.clock = clock
         self._turn = itertools.count()
         self._clients: LoopLocal[httpx.AsyncClient] = LoopLocal(lambda c: c.aclose())
         self._health: dict[int, asyncio.Task[None]] = {}
+
+    def grant_key(self, pepper: str) -> bytes:
+        """The key of the grants this gateway signs (derived once)."""
+        key = self._grant_keys.get(pepper)
+        if key is None:
+            key = self._grant_keys[pepper] = grant_key(pepper)
+        return key
 
     def http(self) -> httpx.AsyncClient:
         """The HTTP client of the running loop (keep-alive connections to the hosts)."""
@@ -189,6 +201,8 @@ class RemoteAdapter:
         """Run the call on a host of the family."""
         import httpx
 
+        if runs_in_gateway(self.family.name, context.action.name):
+            return await self.local.execute(payload, context)
         self.family.watch()
         region = await self.region_of(context.store, context.company_id)
         hosts = self.family.candidates(region)
@@ -212,7 +226,7 @@ class RemoteAdapter:
         parent = traceparent(context.trace_id)
         if parent:
             headers["traceparent"] = parent
-        body = call_body(payload, context)
+        body = call_body(payload, context, self._nested(context, time.time() + timeout_s))
         attempts = hosts[:2] if retry else hosts[:1]
         for n, host in enumerate(attempts):
             remaining = deadline - time.monotonic()
@@ -239,6 +253,21 @@ class RemoteAdapter:
             logger.warning("adapter host %s failed (%s)", host.url, failure)
             raise no_host(self.family.name, region)
         raise no_host(self.family.name, region)  # pragma: no cover
+
+    def _nested(self, context: ExecutionContext, deadline: float) -> dict[str, str]:
+        """Where, and with which grant, the host sends the call's own calls of other actions (``contract.grants``)."""
+        callback = self.family.callback_url or context.settings.advertised_url
+        grant = sign_grant(
+            self.family.grant_key(context.settings.api_key_pepper.get_secret_value()),
+            context.principal,
+            trace_id=context.trace_id,
+            session_id=context.session_id,
+            # A read-only action's calls stay read-only; one that may write could only run where writes are allowed.
+            writes=context.action.side_effect,
+            depth=NESTED_DEPTH.get() + 1,
+            expires_at=deadline,
+        )
+        return {"url": callback.rstrip("/") + NESTED_PATH, "grant": grant}
 
     @staticmethod
     def _answer(status: int, parsed: Any) -> AdapterResult:
@@ -291,6 +320,7 @@ def remote_families(config: Mapping[str, Any], *, environ: Mapping[str, str] | N
             eject_s=float(config.get("eject_s") or 30.0),
             health_interval_s=float(config.get("health_interval_s") or 10.0),
             tls=config.get("tls") if isinstance(config.get("tls"), Mapping) else None,
+            callback_url=config.get("callback_url") if isinstance(config.get("callback_url"), str) else None,
         )
     return out
 

@@ -11,7 +11,9 @@ with
 - ``traceparent`` (W3C trace context: the call's trace id) and ``Forecourt-Deadline-Ms`` (the call's deadline, epoch
   milliseconds): the host stops work past it.
 - the body :func:`call_body`: the action (name, type, timeout), its validated payload, the call's context (company,
-  dealership, member, session, idempotency key, the resolved adapter configuration) and the per-call credential.
+  dealership, the caller as the gateway authenticated it — method, member, scopes, rooftops — session, idempotency
+  key, the resolved adapter configuration), the per-call credential, and ``nested``: where and with which grant the
+  adapter's own calls of other actions go back to the gateway (:mod:`forecourt.contract.grants`).
 
 The answer is ``{"result": {output, result_type, metadata}}`` or ``{"error": {code, message, retryable, details}}``
 with the error's HTTP status.
@@ -31,7 +33,6 @@ from forecourt.errors import ForecourtError, UpstreamError, UpstreamUnavailable
 
 ISSUER = "forecourt-gateway"
 TOKEN_TTL_S = 60.0
-DEADLINE_HEADER = "Forecourt-Deadline-Ms"
 FAMILIES: dict[str, tuple[str, ...]] = {
     "models": ("vertex", "nvidia", "openai", "anthropic", "huggingface"),
     "knowledge": ("knowledge",),
@@ -39,6 +40,19 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "upstreams": ("upstream",),
 }
 """The adapters each family's hosts run (``model.invoke``'s router stays in the gateway: it is policy)."""
+
+
+def runs_in_gateway(family: str, action: str) -> bool:
+    """Whether ``action`` of a remote ``family`` still runs in the gateway.
+
+    Of the upstreams family, the registry (``admin.upstreams.*``: the gateway's hub mirrors it into the catalogue
+    that policy and ``tools/list`` read, and refuses shadowing names against it) and MCP federation's resource,
+    prompt and subscription forwards (``upstream:<company>/<id>``: an upstream's resource updates reach the
+    gateway's MCP clients only through the gateway's own session) stay in the gateway; tool calls go to the hosts.
+    """
+    if family != "upstreams":
+        return False
+    return action.startswith("admin.upstreams.") or (action.startswith("upstream:") and not action.endswith("#call"))
 
 
 NO_HOST_MESSAGE = "No adapter host is available for this call; try again shortly."
@@ -148,11 +162,17 @@ def credential_of(raw: Any) -> IssuedCredential | None:
     )
 
 
-def call_body(payload: Mapping[str, Any], context: ExecutionContext) -> dict[str, Any]:
-    """The body of one remote call."""
+def call_body(
+    payload: Mapping[str, Any], context: ExecutionContext, nested: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The body of one remote call (``nested``: the callback URL and grant of its nested calls)."""
+    from forecourt.contract.grants import principal_claims
+
     action = context.action
     principal = context.principal
-    return {
+    caller = principal_claims(principal)
+    caller.pop("client_address", None)  # the adapter has no use for it
+    body: dict[str, Any] = {
         "action": {"name": action.name, "type": action.type, "timeout_s": action.timeout_s},
         "payload": dict(payload),
         "context": {
@@ -160,6 +180,8 @@ def call_body(payload: Mapping[str, Any], context: ExecutionContext) -> dict[str
             "dealership_id": context.dealership_id,
             "member_id": principal.member_id,
             "method": principal.method,
+            "principal": caller,
+            "member": principal.member.model_dump(mode="json") if principal.member is not None else None,
             "session_id": context.session_id,
             "idempotency_key": context.idempotency_key,
             "trace_id": context.trace_id,
@@ -167,6 +189,9 @@ def call_body(payload: Mapping[str, Any], context: ExecutionContext) -> dict[str
         },
         "credential": _credential(context.credential),
     }
+    if nested:
+        body["nested"] = dict(nested)
+    return body
 
 
 def result_body(result: AdapterResult) -> dict[str, Any]:
