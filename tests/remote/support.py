@@ -72,7 +72,7 @@ def settings_for(db: Path, config_dir: Path, name: str, **more: Any) -> Settings
     """One process's settings on the shared database file."""
     values: dict[str, Any] = {
         "database_url": f"sqlite+aiosqlite:///{db}",
-        "api_key_pepper": PEPPER,
+        "api_key_pepper": more.pop("pepper", PEPPER),
         "cursor_secret": CURSOR_SECRET,
         "instance_name": name,
         "audit_flush_interval_s": 0.05,
@@ -183,11 +183,15 @@ def adapter_dir(directory: Path, remote: Mapping[str, Any] | None = None) -> Pat
 
 
 @contextmanager
-def remote_pair(template: tuple[Path, dict[str, str]], tmp_path: Path, family: str, **gateway: Any) -> Iterator[Pair]:
-    """A gateway whose ``family`` runs on one host, on a private copy of the template (``SECRET_ENV`` must be set)."""
+def remote_pair(
+    template: tuple[Path, dict[str, str]], tmp_path: Path, family: str, pepper: str = PEPPER, **gateway: Any
+) -> Iterator[Pair]:
+    """A gateway whose ``family`` runs on one host, on a private copy of the template (``SECRET_ENV`` must be set;
+    ``pepper``: the one the template's keys were made with)."""
     db = tmp_path / "forecourt.db"
     shutil.copyfile(template[0], db)
-    host = HostServer(settings_for(db, adapter_dir(tmp_path / "host-adapters"), "adapter-host-1"), family)
+    host_settings = settings_for(db, adapter_dir(tmp_path / "host-adapters"), "adapter-host-1", pepper=pepper)
+    host = HostServer(host_settings, family)
     host.server.start()
     try:
         remote = {
@@ -197,7 +201,7 @@ def remote_pair(template: tuple[Path, dict[str, str]], tmp_path: Path, family: s
         }
         config_dir = adapter_dir(tmp_path / "gateway-adapters", remote)
         server = GatewayServer(
-            lambda url: settings_for(db, config_dir, "gateway-1", public_base_url=url, **gateway),
+            lambda url: settings_for(db, config_dir, "gateway-1", public_base_url=url, pepper=pepper, **gateway),
         )
         server.start()
         try:

@@ -33,7 +33,7 @@ from forecourt.adapters.remote.wire import (
 )
 from forecourt.contract import Action, AdapterResult, AuthMethod, ExecutionContext, Principal
 from forecourt.contract.grants import DEADLINE_HEADER, principal_of
-from forecourt.errors import ForecourtError, InternalError, InvalidParams, Timeout, UnknownAction
+from forecourt.errors import ForecourtError, InternalError, InvalidParams, Timeout, UnknownAction, UpstreamUnavailable
 from forecourt.settings import Settings
 
 if TYPE_CHECKING:
@@ -83,10 +83,14 @@ class AdapterHost:
         if self.family != "upstreams" or hub is None:
             return None
         await hub.reload()
-        for session in hub.of_company(company_id):
+        sessions = hub.of_company(company_id)
+        for session in sessions:
             if not session.connected:
                 await hub.refresh(session.registered.key)
-        return self.services.catalogue.get(name)
+        action = self.services.catalogue.get(name)
+        if action is None and any(not s.connected for s in sessions):
+            raise UpstreamUnavailable()  # the gateway listed it; this host cannot reach its upstream right now
+        return action
 
     def _principal(self, ctx: Mapping[str, Any]) -> Principal:
         """The caller as the gateway authenticated it (its member too: admin checks and rooftops read it)."""
