@@ -66,6 +66,31 @@ def test_a_one_shot_command_runs_through_the_gateway_without_importing_optional_
     assert sorted(loaded.intersection(OPTIONAL_HEAVY)) == []
 
 
+MCP_SERVER_STACK = ("mcp", "starlette", "sse_starlette", "httpx", "anyio")
+"""What serving MCP needs and printing a member's tool listing does not."""
+
+
+def test_tools_list_prints_the_members_listing_without_importing_the_mcp_server_stack(tmp_path: Path) -> None:
+    env = _env(tmp_path / "startup.db")
+    for prepare in (["db", "upgrade"], ["demo", "--vehicles", "1"]):
+        subprocess.run([str(FORECOURT), *prepare], env=env, check=True, capture_output=True, timeout=300)
+    command = ["tools", "list", "--member", "demo-motor-group/crm-agent", "--json"]
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_AND_LIST_MODULES, *command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    listing = json.loads(done.stdout)
+    assert listing["toolset"] == "crm"
+    assert {"inventory.search", "leads.create"} <= set(listing["tools"])
+    loaded = set(done.stderr.rsplit("MODULES ", 1)[1].split())
+    assert sorted(loaded.intersection(MCP_SERVER_STACK)) == []
+
+
 def _migrated(tmp_path: Path) -> str:
     from forecourt.store import upgrade_async
 

@@ -36,7 +36,7 @@ async def serve_stdio(settings: Settings, early: EarlyHandshake) -> None:
     """
     from forecourt.bootstrap import build_services
     from forecourt.gateway.base import Credentials, Invocation
-    from forecourt.surfaces.mcp.http import Caller
+    from forecourt.surfaces.mcp.caller import Caller
     from forecourt.surfaces.mcp.server import McpSurface
 
     token = settings.mcp_token.get_secret_value() if settings.mcp_token else ""

@@ -33,20 +33,18 @@ async def member_tools(settings: Settings, company: str, member: str, names: str
     """What ``tools/list`` shows ``company/member`` (its toolset, policy and naming mode), optionally measured."""
     from forecourt.gateway.auth.devmode import configured_member
     from forecourt.gateway.base import Credentials
-    from forecourt.surfaces.mcp.http import Caller
-    from forecourt.surfaces.mcp.server import McpSurface
+    from forecourt.surfaces.mcp.caller import Caller
+    from forecourt.surfaces.mcp.listing import ToolListing
     from forecourt.surfaces.mcp.tokens import measure
 
     async with services_for(settings) as services:
         principal = await configured_member(services.store, f"{company}/{member}")
-        surface = McpSurface(services.gateway, settings, hub=services.upstreams)
-        try:
-            if services.upstreams is not None:
-                await connect_upstreams(services.upstreams, company)
-            tools = await surface.listed_tools(Caller(principal, Credentials(), "mcp", names=names))
-            policies = await services.gateway.tenancy.policies(company)
-        finally:
-            await surface.close()
+        if services.upstreams is not None:
+            await connect_upstreams(services.upstreams, company)
+        # The MCP surface's own listing, without the SDK's server: the command serves nothing.
+        listing = ToolListing(services.gateway, settings)
+        tools = await listing.listed_tools(Caller(principal, Credentials(), "mcp", names=names))
+        policies = await services.gateway.tenancy.policies(company)
     toolset = principal.member.toolset if principal.member is not None else None
     result: dict[str, Any] = {"member": f"{company}/{member}", "toolset": toolset or "(all)"}
     restricting = {p.id: list(p.toolsets) for p in policies if p.toolsets}

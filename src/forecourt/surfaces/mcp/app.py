@@ -33,11 +33,11 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from forecourt import caching
+from forecourt.surfaces.mcp.caller import Caller
 from forecourt.surfaces.mcp.direct import DirectCalls
 from forecourt.surfaces.mcp.http import (
     COMPANY_KEY,
     PRM_PATH,
-    Caller,
     McpHttpGuard,
     SdkView,
     metadata_path,

@@ -40,7 +40,8 @@ from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
 from forecourt.contract import Action
-from forecourt.surfaces.mcp.http import CALLER_KEY, Caller
+from forecourt.surfaces.mcp.caller import Caller
+from forecourt.surfaces.mcp.http import CALLER_KEY
 
 if TYPE_CHECKING:
     from forecourt.surfaces.mcp.server import McpSurface

@@ -26,7 +26,6 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -40,9 +39,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from forecourt.errors import ForecourtError, InternalError, Unauthorized
 from forecourt.gateway.auth.asgi import credentials_from_scope, has_credentials
-from forecourt.gateway.base import Credentials, Invocation, Principal, Surface
+from forecourt.gateway.base import Credentials, Invocation, Principal
 from forecourt.gateway.pipeline import Gateway
 from forecourt.settings import Settings
+from forecourt.surfaces.mcp.caller import Caller
 from forecourt.surfaces.mcp.sanitize import value_free_errors
 
 logger = logging.getLogger(__name__)
@@ -75,23 +75,6 @@ ANONYMOUS_METHODS = frozenset(
     }
 )
 _MAX_PEEK = 1_048_576
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is calling over MCP: a verified principal, or an anonymous caller of a public dealer agent."""
-
-    principal: Principal | None
-    credentials: Credentials
-    surface: Surface = "mcp"
-    session_id: str | None = None
-    names: str | None = None
-    """``?names=`` of the endpoint URL (``llm``: LLM-safe tool names)."""
-
-    @property
-    def anonymous(self) -> bool:
-        """Whether no credential was presented."""
-        return self.principal is None
 
 
 def access_token_for(principal: Principal, credentials: Credentials) -> AccessToken:

@@ -19,7 +19,6 @@ from typing import Any
 
 from forecourt.actions.common import DEALERSHIP_ID
 from forecourt.contract import Action
-from forecourt.surfaces.openapi import self_contained
 
 AAP_PREFIX = "aap."
 COMBINATORS = ("oneOf", "anyOf", "allOf")
@@ -45,6 +44,8 @@ def input_schema(action: Action, *, with_view: bool) -> dict[str, Any]:
         return {**action.input_schema, "type": "object"}
     source: Mapping[str, Any] = action.input_schema
     if "$ref" in json.dumps(source):
+        from forecourt.surfaces.openapi import self_contained  # with Starlette: only schemas with references
+
         source = self_contained(source)
     schema = {k: v for k, v in source.items() if k not in COMBINATORS and k not in ("$schema", "$id", "$defs")}
     schema["type"] = "object"

@@ -32,7 +32,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from forecourt import caching
-from forecourt.actions.toolsets import NameMode, budgeted, name_mode, offered, upstreams_fit
+from forecourt.actions.toolsets import NameMode
 from forecourt.contract import Action
 from forecourt.domain.tenancy import Member
 from forecourt.domain.upstreams import ADAPTER_ID as UPSTREAM_ADAPTER_ID
@@ -43,17 +43,17 @@ from forecourt.gateway.pipeline import Gateway
 from forecourt.settings import Settings
 from forecourt.surfaces.marks import mcp_result
 from forecourt.surfaces.mcp import prompts, resources, views
-from forecourt.surfaces.mcp.discovery import FIND_TOOLS, FIND_TOOLS_TOOL, LoadedTools, rank
+from forecourt.surfaces.mcp.caller import Caller
+from forecourt.surfaces.mcp.discovery import FIND_TOOLS, rank
 from forecourt.surfaces.mcp.federation.handlers import Federation
 from forecourt.surfaces.mcp.handshake import DESCRIPTION, INSTRUCTIONS, NAME, TITLE, server_version
-from forecourt.surfaces.mcp.http import CALLER_KEY, Caller
+from forecourt.surfaces.mcp.http import CALLER_KEY
 from forecourt.surfaces.mcp.listchanged import ForecourtServer, ToolListChanges
+from forecourt.surfaces.mcp.listing import ToolListing
 from forecourt.surfaces.mcp.manifest import manifest
 from forecourt.surfaces.mcp.sessions import SubscriptionRegistry
 from forecourt.surfaces.mcp.subscriptions import SubscriptionRelay
-from forecourt.surfaces.mcp.tokens import list_json
 from forecourt.surfaces.mcp.tools import (
-    ToolSet,
     dumps,
     error_result,
     error_wire,
@@ -119,8 +119,9 @@ class McpSurface:
         self.gateway = gateway
         self.settings = settings
         self.catalogue = gateway.catalogue
-        self.toolset = ToolSet(gateway.catalogue)
-        self.loaded = LoadedTools()
+        self.listing = ToolListing(gateway, settings)
+        self.toolset = self.listing.toolset
+        self.loaded = self.listing.loaded
         self._server_info: dict[str, Any] | None = None
         self.relay = SubscriptionRelay(dispatcher)
         self.listener = ListenHandler(self.relay.bus, max_subscriptions=4096)
@@ -239,9 +240,7 @@ class McpSurface:
 
     async def visible_actions(self, caller: Caller) -> list[Action]:
         """The exposed actions ``caller`` may call (the gateway's own decision)."""
-        if caller.principal is None:
-            return [a for a in self.catalogue.all() if a.anonymous_allowed and exposed(a)]
-        return [a for a in await self.gateway.allowed_actions(caller.principal, None) if exposed(a)]
+        return await self.listing.visible_actions(caller)
 
     def input_schema_of(self, name: str) -> dict[str, Any] | None:
         """The ``inputSchema`` of tool ``name`` for the SDK's ``Mcp-Param-*`` header validation, or ``None``.
@@ -294,55 +293,22 @@ class McpSurface:
 
     # ------------------------------------------------------------------ tools
 
-    def _member_setting(self, caller: Caller, field: str) -> str | None:
-        member = caller.principal.member if caller.principal is not None else None
-        value = getattr(member, field, None) if member is not None else None
-        return value if isinstance(value, str) else None
-
     def name_mode(self, caller: Caller) -> NameMode:
         """Canonical or LLM-safe names for this caller (``?names=llm``, else the member's setting)."""
-        return name_mode(caller.names, self._member_setting(caller, "tool_names"))
+        return self.listing.name_mode(caller)
 
     async def offered_actions(self, caller: Caller) -> list[Action]:
         """What ``tools/list`` may offer: the caller's effective toolset (its own narrowing its company policies'),
         among the actions the gateway lets it call."""
-        return (await self._offer(caller))[0]
-
-    async def _offer(self, caller: Caller) -> tuple[list[Action], bool]:
-        """The offered actions, and whether the tool budget binds the caller (a role toolset shapes them)."""
-        toolset = self._member_setting(caller, "toolset")
-        principal = caller.principal
-        company = principal.company_id if principal is not None and principal.member is not None else None
-        policies = await self.gateway.tenancy.policies(company)
-        # Forwarding actions of upstream servers (names with ":") are the gateway's, never tools.
-        visible = await self.visible_actions(caller)
-        found = [a for a in visible if ":" not in a.name and offered(a, toolset, policies)]
-        return found, budgeted(toolset, policies)
-
-    def _load_key(self, caller: Caller) -> str:
-        principal = caller.principal
-        return caller.session_id or (principal.rate_key if principal is not None else "anonymous")
+        return (await self.listing.offer(caller))[0]
 
     async def member_tools(self, member: Member) -> list[types.Tool]:
         """What ``tools/list`` shows ``member`` connecting with a key of all its scopes (the console's Tools page)."""
         return await self.listed_tools(Caller(Principal.of_member(member), Credentials(), "mcp"))
 
     async def listed_tools(self, caller: Caller) -> list[types.Tool]:
-        """The tools ``tools/list`` shows ``caller``: its toolset, or a core set plus ``find_tools`` when big.
-
-        Big: more tools than the threshold, or, for a role toolset, upstream tools that would take the listing past
-        the tool budget (``actions/toolsets.py``: 8,000 tokens, upstream tools included).
-        """
-        offered, bound = await self._offer(caller)
-        mode = self.name_mode(caller)
-        if len(offered) <= self.settings.mcp_tool_search_threshold:
-            tools = self.toolset.tools(offered, mode)
-            upstream = any(a.owner_company_id is not None for a in offered)
-            if not (bound and upstream) or upstreams_fit(len(list_json(tools).encode())):
-                return tools
-        loaded = self.loaded.get(self._load_key(caller))
-        core = [a for a in offered if a.owner_company_id is None or a.name in loaded]
-        return [*self.toolset.tools(core, mode), FIND_TOOLS_TOOL]
+        """The tools ``tools/list`` shows ``caller`` (:meth:`ToolListing.listed_tools`)."""
+        return await self.listing.listed_tools(caller)
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -367,7 +333,7 @@ class McpSurface:
         found = rank(query, self.toolset.tools(offered, mode), limit)
         if load is True and found:
             names = [a.name for t in found if (a := self.toolset.action_for(t.name)) is not None]
-            if self.loaded.add(self._load_key(caller), names):
+            if self.loaded.add(self.listing.load_key(caller), names):
                 await ctx.session.send_notification(
                     types.ToolListChangedNotification(),
                     str(ctx.request_id) if ctx.request_id is not None else None,

@@ -59,7 +59,8 @@ from forecourt.surfaces.mcp.backchannel import (
     ReplyRouter,
     is_reply,
 )
-from forecourt.surfaces.mcp.http import CALLER_KEY, Caller, _peek, send_json
+from forecourt.surfaces.mcp.caller import Caller
+from forecourt.surfaces.mcp.http import CALLER_KEY, _peek, send_json
 from forecourt.surfaces.mcp.listchanged import ToolListChanges
 from forecourt.surfaces.mcp.resumption import EventLog, RecordedResponse, event_log_for, resume
 from forecourt.surfaces.mcp.subscriptions import SubscriptionRelay

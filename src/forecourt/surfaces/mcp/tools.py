@@ -20,11 +20,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 import orjson
-from mcp import MCPError
 
 from forecourt import caching
 from forecourt.actions.toolsets import NameMode, llm_name, llm_names
@@ -32,6 +31,9 @@ from forecourt.contract import Action, Catalogue
 from forecourt.errors import ForecourtError, ResultTooLarge, UnknownAction
 from forecourt.surfaces.mcp import schemas, views
 from forecourt.surfaces.mcp.uris import item_uri
+
+if TYPE_CHECKING:  # the SDK is imported where an error is built: a listing of tools needs none of it
+    from mcp import MCPError
 
 AAP_PREFIX = "aap."
 # Adapters that only touch Forecourt's own store; anything else reaches out (models, upstream servers, ...).
@@ -52,6 +54,8 @@ def unknown_tool(name: str) -> MCPError:
     shown = name if _SHOWN_TOOL_NAME.fullmatch(name) else None
     message = f"Unknown tool: {shown}." if shown else "Unknown tool."
     error = UnknownAction(message, details={"tool": shown} if shown else {})
+    from mcp import MCPError
+
     return MCPError(types.INVALID_PARAMS, message, error.to_dict())
 
 
@@ -280,4 +284,6 @@ def protocol_error(exc: ForecourtError) -> MCPError:
     data = exc.to_dict()
     if exc.trace_id:
         data["trace_id"] = exc.trace_id
+    from mcp import MCPError
+
     return MCPError(exc.jsonrpc_code, exc.message, data)

@@ -18,7 +18,7 @@ from mcp.server import ServerRequestContext
 from forecourt.errors import Unauthorized
 from forecourt.gateway.base import Principal
 from forecourt.surfaces.mcp import resources
-from forecourt.surfaces.mcp.http import Caller
+from forecourt.surfaces.mcp.caller import Caller
 from forecourt.surfaces.mcp.sdk import connection_of
 from forecourt.surfaces.mcp.tools import protocol_error
 from forecourt.surfaces.mcp.uris import ResourceUri, parse_uri

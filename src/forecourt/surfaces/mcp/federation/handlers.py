@@ -61,7 +61,7 @@ from forecourt.surfaces.mcp.uris import parse_uri
 
 if TYPE_CHECKING:
     from forecourt.contract import Action
-    from forecourt.surfaces.mcp.http import Caller
+    from forecourt.surfaces.mcp.caller import Caller
     from forecourt.surfaces.mcp.server import McpSurface
 
 logger = logging.getLogger(__name__)

@@ -45,7 +45,7 @@ from forecourt.surfaces.mcp.errors import NoBackChannel
 from forecourt.surfaces.mcp.sessions import BACKCHANNEL_KEY, CAPABILITIES_KEY
 
 if TYPE_CHECKING:
-    from forecourt.surfaces.mcp.http import Caller
+    from forecourt.surfaces.mcp.caller import Caller
 
 logger = logging.getLogger(__name__)
 Ctx = ServerRequestContext[Any, Any]
