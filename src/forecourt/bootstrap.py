@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -118,6 +118,13 @@ class Services:
         await self.store.close()
 
 
+async def _load_demo(store: Store, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``admin.demo.load``: the demo generators sit above the actions, so the action is handed this."""
+    from forecourt.demo.operator import load
+
+    return await load(store, options)
+
+
 def build_services(settings: Settings, *, store: Store | None = None, serving: bool = True) -> Services:
     """Wire store, backends, authenticators, gateway and audit from ``settings``.
 
@@ -157,6 +164,7 @@ def build_services(settings: Settings, *, store: Store | None = None, serving: b
             api_keys=ApiKeyService.from_settings(settings, store, backends.revocations),
             operator_keys=OperatorKeys(store, settings.api_key_pepper),
             on_tenancy_change=tenancy_changed,
+            demo_loader=_load_demo,
         )
     )
     catalogue = built.catalogue

@@ -128,3 +128,33 @@ def test_an_apply_is_audited_under_the_company_of_its_file_and_a_file_of_several
     assert applied == [("solo-co", "operator"), (None, "operator")]
     platform = [json.loads(line) for line in _ok(db, "audit", "export", "--platform").stdout.splitlines()]
     assert [r["action"] for r in platform] == ["admin.tenants.apply"]
+
+
+def test_audit_purge_is_an_audited_operator_call_under_its_company_and_an_unknown_company_is_refused(db: Path) -> None:
+    purged = json.loads(_ok(db, "audit", "purge", "--company", MOTOR, "--json").stdout)
+    assert purged == {"company_id": MOTOR, "purged": 0}  # the demo's records are all recent
+    unknown = _cli(db, "audit", "purge", "--company", "nope")
+    assert unknown.exit_code == 1
+    assert "company nope does not exist" in unknown.output
+    records = [(r["action"], r["member_id"], r["company_id"], r["result_class"]) for r in _cli_records(db)]
+    assert records == [
+        ("admin.audit.purge", "operator", MOTOR, "ok"),
+        ("admin.audit.purge", "operator", "nope", "error"),
+    ]
+
+
+def test_demo_loads_through_the_gateway_and_its_console_key_is_an_audited_key_creation(db: Path) -> None:
+    loaded = json.loads(_ok(db, "demo", "--vehicles", "2", "--json").stdout)
+    assert loaded["console_key"]
+    keys = _rows(db, "SELECT member_id FROM api_keys WHERE name = 'console sign-in (forecourt demo)'")
+    assert [k["member_id"] for k in keys] == ["ops-admin"]
+    _ok(db, "demo", "--bulk", "--dealerships", "2", "--vehicles", "3")
+    assert _rows(db, "SELECT count(*) AS n FROM vehicles WHERE dealership_id LIKE 'bench-%'") == [{"n": 6}]
+    records = [(r["action"], r["member_id"], r["company_id"], r["result_class"]) for r in _cli_records(db)]
+    assert records == [
+        ("admin.demo.load", "operator", None, "ok"),  # two companies: a platform record
+        ("admin.keys.create", "operator", MOTOR, "ok"),
+        ("admin.demo.load", "operator", "bench-motor-group", "ok"),
+    ]
+    platform = [json.loads(line) for line in _ok(db, "audit", "export", "--platform").stdout.splitlines()]
+    assert [r["action"] for r in platform] == ["admin.demo.load"]

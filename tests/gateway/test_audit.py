@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from forecourt.actions.admin_data import purge_all, purge_company
 from forecourt.gateway.audit import AuditWriter
 from forecourt.gateway.redact import digest
-from forecourt.gateway.retention import purge_all, purge_company
 from forecourt.store import open_store_url
 from forecourt.store.base import AuditRecord, Store
 

@@ -16,6 +16,7 @@ from forecourt.actions import appointments, customers, deals, events, inventory,
 from forecourt.actions.base import Action, Catalogue, Handler
 
 if TYPE_CHECKING:
+    from forecourt.actions.admin_data import DemoLoader
     from forecourt.adapters.workflow.runner import WorkflowRunner
     from forecourt.gateway.auth.apikeys import ApiKeyService
     from forecourt.gateway.auth.operator import OperatorKeys
@@ -62,6 +63,8 @@ class CatalogueParts:
     """Told, after a change to tenants committed, which companies it touched (``"*"``: any)."""
     operator_keys: OperatorKeys | None = None
     """The operator-key service the operator's tenant actions use (``None``: no operator actions)."""
+    demo_loader: DemoLoader | None = None
+    """What ``admin.demo.load`` runs (the demo generators sit above the actions; ``None``: it is refused)."""
 
 
 @dataclass
@@ -104,4 +107,7 @@ def build_catalogue(parts: CatalogueParts) -> BuiltCatalogue:
 
         register_tenant_actions(catalogue)
         catalogue.add_adapter(TenantsAdapter(parts.operator_keys, on_change=parts.on_tenancy_change))
+        from forecourt.actions.admin_data import register_data_actions
+
+        register_data_actions(catalogue, parts.demo_loader, parts.on_tenancy_change)
     return BuiltCatalogue(catalogue=catalogue, workflows=runner, closers=closers)

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from forecourt.cli.common import EXIT_REFUSED, ConfigOption, console, load_settings, refuse, run
+from forecourt.cli.common import EXIT_REFUSED, ConfigOption, console, load_settings, refuse, run, services_for
 from forecourt.settings import Settings
 
 audit_app = typer.Typer(help="Audit records.", no_args_is_help=True)
@@ -18,43 +18,46 @@ audit_app = typer.Typer(help="Audit records.", no_args_is_help=True)
 def load_demo_command(
     settings: Settings, *, vehicles: int, seed: int, bulk: bool, dealerships: int, as_json: bool = False
 ) -> None:
-    """Load the demo tenants, or a benchmark-sized inventory."""
-    from forecourt.demo import generate_bulk, load_demo
+    """Load the demo tenants, or a benchmark-sized inventory, as audited operator calls through the gateway."""
+    from forecourt.demo.bulk import BULK_COMPANY
+    from forecourt.demo.operator import reporting
     from forecourt.demo.progress import rich_progress
-    from forecourt.store import open_store
+    from forecourt.gateway.auth.operator import operator_principal
+    from forecourt.gateway.base import Invocation
+
+    options = {"vehicles": vehicles, "seed": seed, "bulk": bulk, "dealerships": dealerships}
 
     async def body() -> tuple[str, dict[str, Any]]:
-        store = open_store(settings)
-        try:
-            if bulk:
-                with rich_progress("bulk inventory") as progress:
-                    report = await generate_bulk(
-                        store, dealerships=dealerships, vehicles_per_dealership=vehicles, seed=seed, progress=progress
-                    )
-                data = {"vehicles": report.vehicles, "dealerships": report.dealerships, "seconds": report.seconds}
-                return (
-                    f"{report.vehicles} vehicles across {report.dealerships} dealerships in {report.seconds:.1f}s",
-                    data,
+        async with services_for(settings) as services:
+
+            async def invoke(action: str, payload: dict[str, Any], company: str | None) -> Any:
+                invocation = Invocation(
+                    action=action, payload=payload, surface="cli", principal=operator_principal(company)
                 )
-            demo = await load_demo(store, vehicles_per_dealership=vehicles, seed=seed)
-            url, key = await _console_key(settings, store)
-            text = f"demo tenants loaded ({demo.changed} changes)\nconsole: open {url} and sign in with the key {key}"
-            return text, {"changes": demo.changed, "console_url": url, "console_key": key}
-        finally:
-            await store.close()
+                return (await services.gateway.invoke(invocation)).output
+
+            if bulk:
+                with rich_progress("bulk inventory") as progress, reporting(progress):
+                    data = await invoke("admin.demo.load", options, BULK_COMPANY)
+                text = f"{data['vehicles']} vehicles across {data['dealerships']} dealerships in {data['seconds']:.1f}s"
+                return text, data
+            demo = await invoke("admin.demo.load", options, None)  # two companies: a platform record
+            issued = await invoke(
+                "admin.keys.create",
+                {"company_id": DEMO_ADMIN[0], "member_id": DEMO_ADMIN[1], "name": "console sign-in (forecourt demo)"},
+                DEMO_ADMIN[0],
+            )
+        url = settings.advertised_url + settings.console_prefix.rstrip("/") + "/"
+        key = str(issued["key"])
+        text = f"demo tenants loaded ({demo['changes']} changes)\nconsole: open {url} and sign in with the key {key}"
+        return text, {"changes": demo["changes"], "console_url": url, "console_key": key}
 
     text, data = run(body)
     typer.echo(json.dumps(data, indent=2) if as_json else text)
 
 
-async def _console_key(settings: Settings, store: Any) -> tuple[str, str]:
-    """The console's URL and a fresh key of the demo company's administrator, to sign in with."""
-    from forecourt.gateway.auth.apikeys import ApiKeyService
-    from forecourt.gateway.backends.memory import MemoryRevocationList
-
-    keys = ApiKeyService.from_settings(settings, store, MemoryRevocationList())
-    issued = await keys.create("demo-motor-group", "ops-admin", name="console sign-in (forecourt demo)")
-    return settings.advertised_url + settings.console_prefix.rstrip("/") + "/", issued.key
+DEMO_ADMIN = ("demo-motor-group", "ops-admin")
+"""The demo company administrator the console key printed by ``forecourt demo`` is for."""
 
 
 @audit_app.command("export")
@@ -111,24 +114,17 @@ def audit_export(
 @audit_app.command("purge")
 def audit_purge(
     company: str = typer.Option(..., "--company", help="Company id."),
-    as_json: bool = typer.Option(False, "--json", help='Print {"purged": N} as JSON.'),
+    as_json: bool = typer.Option(False, "--json", help='Print {"company_id": C, "purged": N} as JSON.'),
     config: Path | None = ConfigOption,
 ) -> None:
-    """Delete audit records older than the company's retention policy allows."""
-    from forecourt.gateway.retention import purge_company
-    from forecourt.store import open_store
+    """Delete audit records older than the company's retention policy allows (an audited operator call).
 
-    settings = load_settings(config)
+    Example: forecourt audit purge --company demo-motor-group
+    """
+    from forecourt.cli.tenants import call
 
-    async def body() -> int:
-        store = open_store(settings)
-        try:
-            return await purge_company(store, company)
-        finally:
-            await store.close()
-
-    purged = run(body)
+    out = call(config, "admin.audit.purge", {"company_id": company}, company_id=company)
     if as_json:
-        typer.echo(json.dumps({"company_id": company, "purged": purged}))
+        typer.echo(json.dumps(out))
         return
-    typer.echo(f"purged {purged} audit records")
+    typer.echo(f"purged {out['purged']} audit records")

@@ -100,7 +100,13 @@ def serve(
 
 @db_app.command("upgrade")
 def db_upgrade(config: Path | None = ConfigOption) -> None:
-    """Create or migrate the database schema to the latest version."""
+    """Create or migrate the database schema to the latest version.
+
+    The one command that does not go through the gateway (nor leave an audit record): it creates the schema the
+    gateway needs, the audit table among it, so it runs before the gateway can. It writes no data.
+
+    Example: forecourt db upgrade (once, before any replica of a new version starts)
+    """
     from forecourt.store import upgrade
 
     settings = load_settings(config)
