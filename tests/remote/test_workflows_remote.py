@@ -71,7 +71,7 @@ async def test_a_step_the_caller_may_not_take_fails_the_remote_run_with_the_gate
         assert lead["assigned_to"] != "bdc-rep-1"
 
 
-async def test_a_nested_call_needs_a_grant_the_gateway_signed_not_the_hosts_service_secret(template, tmp_path):
+async def test_a_nested_call_needs_a_live_grant_the_gateway_signed_not_the_hosts_service_secret(template, tmp_path):
     caller = Principal(method="internal", company_id=MOTOR, member_id=None, subject="operator")
     forged = sign_grant(
         grant_key(SECRET), caller, trace_id="0" * 32, session_id=None, writes=True, depth=1, expires_at=4e9
@@ -97,6 +97,22 @@ async def test_a_nested_call_needs_a_grant_the_gateway_signed_not_the_hosts_serv
                 headers={"Authorization": f"Bearer {genuine}"},
             )
             assert read.status_code == 200, read.text
+            too_deep = sign_grant(
+                grant_key(PEPPER), caller, trace_id="0" * 32, session_id=None, writes=False, depth=5, expires_at=4e9
+            )
+            expired = sign_grant(
+                grant_key(PEPPER), caller, trace_id="0" * 32, session_id=None, writes=False, depth=1, expires_at=1e9
+            )
+            for token, expected in (
+                (too_deep, (422, "adapters.nesting_too_deep")),
+                (expired, (401, "auth.unauthorized")),
+            ):
+                refused = await client.post(
+                    NESTED_PATH,
+                    json={"action": "leads.list", "payload": {"dealership_id": TOYOTA}},
+                    headers={"Authorization": f"Bearer {token}"},
+                )
+                assert (refused.status_code, refused.json()["error"]["code"]) == expected
             write = await client.post(
                 NESTED_PATH,
                 json={

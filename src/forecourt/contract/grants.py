@@ -135,7 +135,7 @@ def sign_grant(
         "iss": GRANT_ISSUER,
         "aud": GRANT_AUDIENCE,
         "iat": now,
-        "exp": max(int(expires_at) + 1, now + 1),
+        "exp": int(expires_at) + 1,
         "jti": secrets.token_hex(12),
         "principal": principal_claims(principal),
         "trace": trace_id,
