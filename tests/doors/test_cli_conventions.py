@@ -108,3 +108,11 @@ def test_tools_list_prints_one_tool_a_line_for_a_person_and_the_listing_as_json_
     listing = json.loads(runner.invoke(app, [*member, "--json"], env=env).stdout)
     assert "inventory.search" in listing["tools"]
     assert text.stdout.rstrip().endswith(f"{len(listing['tools'])} tools")
+
+
+def test_db_upgrade_says_in_its_help_why_it_is_the_one_command_outside_the_gateway() -> None:
+    result = CliRunner().invoke(app, ["db", "upgrade", "--help"])
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert "does not go through the gateway" in text
+    assert "creates the schema the gateway needs" in text
