@@ -7,17 +7,41 @@ import gc
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
 
 from forecourt.errors import ForecourtError
 from forecourt.logs import configure_logging
 from forecourt.settings import Settings
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 T = TypeVar("T")
-console = Console(stderr=True, soft_wrap=True)
+
+
+class LazyConsole:
+    """A rich ``Console``, made when something is first printed through it: a command that prints JSON and no
+    error never imports rich (~60 modules)."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    def rich(self) -> Console:
+        """The console itself (for rich's own widgets, which draw on it)."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.rich(), name)
+
+
+console: Any = LazyConsole(stderr=True, soft_wrap=True)
 ConfigOption = typer.Option(None, "--config", help="TOML settings file (FORECOURT_* variables win over it).")
 
 

@@ -7,11 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from forecourt.cli.common import EXIT_REFUSED, ConfigOption, console, load_settings, refuse, run
 from forecourt.cli.output import JsonOption, print_json
-from forecourt.cli.progress import progress_reporter
 
 inventory_app = typer.Typer(help="Dealer inventory.", no_args_is_help=True)
 
@@ -31,6 +29,8 @@ def print_report(report: Any) -> None:
         typer.echo("ignored columns: " + ", ".join(report.ignored_columns))
     if not report.rejected_rows:
         return
+    from rich.table import Table
+
     table = Table(title=f"{report.rejected} rejected rows, {len(report.errors)} errors")
     for name in ("line", "column", "field", "code", "value", "reason", "vin"):
         table.add_column(name, overflow="fold")
@@ -77,8 +77,10 @@ def inventory_import(
     del data
 
     async def body() -> Any:
+        from forecourt.cli.progress import progress_reporter
+
         with (
-            progress_reporter(f"import {file.name}", as_json=as_json, console=console) as progress,
+            progress_reporter(f"import {file.name}", as_json=as_json, console=console.rich()) as progress,
             reporting(progress),
         ):
             return await invoke_operator(settings, "admin.inventory.import", payload)
@@ -177,6 +179,8 @@ def feed_list(as_json: bool = typer.Option(False, "--json"), config: Path | None
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
+    from rich.table import Table
+
     table = Table()
     for name in columns:
         table.add_column(name, overflow="fold")

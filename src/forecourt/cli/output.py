@@ -7,11 +7,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
+
+from forecourt.cli.common import LazyConsole
 
 JsonOption = typer.Option(False, "--json", help="Print JSON instead of a table.")
-out = Console(soft_wrap=True)
+out: Any = LazyConsole(soft_wrap=True)
 
 
 def _cell(value: Any) -> str:
@@ -41,6 +41,8 @@ def print_rows(
     if not items:
         out.print(f"no {title or 'items'}")
         return
+    from rich.table import Table
+
     table = Table(title=title, show_lines=False)
     for column in columns:
         table.add_column(column)
@@ -54,6 +56,8 @@ def print_record(record: Mapping[str, Any], *, as_json: bool, title: str | None 
     if as_json:
         print_json(record)
         return
+    from rich.table import Table
+
     table = Table(title=title, show_header=False)
     table.add_column("field", style="bold")
     table.add_column("value")
