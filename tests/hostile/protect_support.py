@@ -139,6 +139,19 @@ class Live:
         async with httpx.AsyncClient(base_url=self.base_url, timeout=30) as client:
             return await client.post(f"/mcp/{action}", json=body, headers={"Authorization": f"Bearer {key}"})
 
+    async def audit(self, company: str = MOTOR) -> list[Any]:
+        """The company's stored audit records, read through a store of the test's own event loop.
+
+        The app's objects (its audit writer, its store) belong to the server thread's loop: awaiting them here can
+        hang. Records the gateway writes are flushed by :meth:`stop`; pinning's records are written at once.
+        """
+        store = open_store_url(self.settings.database_url)
+        try:
+            async with store.read() as uow:
+                return list(await uow.audit.page(company, limit=5000))
+        finally:
+            await store.close()
+
     async def metrics(self) -> str:
         async with httpx.AsyncClient(base_url=self.base_url, timeout=30) as client:
             return (await client.get("/metrics")).text

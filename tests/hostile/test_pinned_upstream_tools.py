@@ -77,9 +77,7 @@ async def test_a_rug_pull_is_held_until_an_admin_approves_and_the_old_words_stay
                 await client.call_tool("evil.exfiltrate", {"data": "x"})
         changes = await live.admin("GET", "/upstreams/evil/tool-changes", hostile_template.keys["admin"])
         metrics = await live.metrics()
-        assert await live.services.audit.flush()
-        async with live.services.store.read() as uow:
-            audit = [r for r in await uow.audit.page(MOTOR, limit=5000) if r.action == "upstream.tools.changed"]
+        audit = [r for r in await live.audit(MOTOR) if r.action == "upstream.tools.changed"]
 
         assert tools["evil.lookup_owner"].description.startswith(HARMLESS)
         assert not {"evil.send_email", "evil.exfiltrate", "evil.weather"} & set(tools)

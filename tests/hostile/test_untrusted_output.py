@@ -88,11 +88,9 @@ async def test_an_injected_upstream_result_is_marked_and_flagged_on_every_door_a
                 new_era = await modern.call_tool("evil.lookup_owner", {"vin": "1HGCM82633A004352"})
         rest = await live.call("evil.lookup_owner", key, {"vin": "1HGCM82633A004352"})
         task = await _a2a(live, key, "evil.lookup_owner", {"vin": "1HGCM82633A004352"})
-        assert await live.services.audit.flush()
-        async with live.services.store.read() as uow:
-            records = [r for r in await uow.audit.page(MOTOR, limit=5000) if r.action == "evil.lookup_owner"]
     finally:
         live.stop()
+    records = [r for r in await live.audit(MOTOR) if r.action == "evil.lookup_owner"]
 
     for result in (old_era, new_era):
         mark = (result.meta or {})[META]
