@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING
 import typer
 from pydantic import SecretStr
 
-from forecourt.cli.common import EXIT_REFUSED, ConfigOption, load_settings, refuse
+from forecourt.cli.common import (
+    EXIT_REFUSED,
+    ConfigOption,
+    collector_paused,
+    collector_resumed,
+    load_settings,
+    refuse,
+)
 from forecourt.errors import ForecourtError
 from forecourt.settings import Settings
 
@@ -34,13 +41,15 @@ async def serve_stdio(settings: Settings, early: EarlyHandshake) -> None:
 
     ``early`` has read the host's first line (and answered it, when it was an ``initialize``) meanwhile.
     """
-    from forecourt.bootstrap import build_services
-    from forecourt.gateway.base import Credentials, Invocation
-    from forecourt.surfaces.mcp.caller import Caller
-    from forecourt.surfaces.mcp.server import McpSurface
+    # What start-up builds lives as long as the server: no collection while it is built, none of it walked after.
+    with collector_paused():
+        from forecourt.bootstrap import build_services
+        from forecourt.gateway.base import Credentials, Invocation
+        from forecourt.surfaces.mcp.caller import Caller
+        from forecourt.surfaces.mcp.server import McpSurface
 
+        services = build_services(settings)
     token = settings.mcp_token.get_secret_value() if settings.mcp_token else ""
-    services = build_services(settings)
     await services.start()
     try:
         credentials = Credentials(bearer=token)
@@ -57,6 +66,7 @@ async def serve_stdio(settings: Settings, early: EarlyHandshake) -> None:
             await surface.close()
     finally:
         await services.close()
+        collector_resumed()
 
 
 def _require_database(settings: Settings) -> None:
