@@ -65,6 +65,9 @@ async def test_held_tool_changes_show_an_escaped_diff_and_are_approved_or_reject
     try:
         async with _client(rig) as client:
             await sign_in(client, rig.keys["admin"])
+            # What this replica's hub holds once the upstream lists its changed tools (it is not reachable here).
+            rig.services.upstreams.pinning.held[f"{MOTOR}/evil"] = frozenset({"lookup_owner", "send_email"})
+            listed = await client.get("/console/upstreams")
             page = await client.get("/console/tool-changes")
             csrf = csrf_of(page.text)
             forged = await client.post("/console/tool-changes/evil/approve", data={"tool": "send_email"})
@@ -79,6 +82,7 @@ async def test_held_tool_changes_show_an_escaped_diff_and_are_approved_or_reject
         actions = [(r.action, r.surface) for r in await rig.audit(MOTOR) if "upstreams" in r.action]
     finally:
         await stop_rig(rig)
+    assert "2 tool changes held for review" in listed.text
     assert page.status_code == 200
     text = page.text
     assert "&lt;IMPORTANT&gt;" in text
