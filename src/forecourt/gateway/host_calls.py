@@ -64,8 +64,11 @@ class HostCalls:
             logger.exception("nested call from an adapter host failed")
             internal = InternalError()
             return JSONResponse({"error": internal.to_dict()}, status_code=internal.http_status)
+        from pydantic_core import to_jsonable_python
+
+        # An output may hold datetimes, decimals or models (the front doors write them through their models).
         result = {"output": outcome.output, "result_type": outcome.result_type, "metadata": outcome.metadata}
-        return JSONResponse({"result": result})
+        return JSONResponse({"result": to_jsonable_python(result)})
 
     async def _run(self, request: Request) -> Outcome:
         auth = request.headers.get("authorization", "")

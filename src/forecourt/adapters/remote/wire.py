@@ -195,8 +195,11 @@ def call_body(
 
 
 def result_body(result: AdapterResult) -> dict[str, Any]:
-    """A host's answer."""
-    return {"result": {"output": result.output, "result_type": result.result_type, "metadata": result.metadata}}
+    """A host's answer (an output may hold datetimes, decimals or models: written as the front doors write them)."""
+    from pydantic_core import to_jsonable_python
+
+    answer = {"output": result.output, "result_type": result.result_type, "metadata": result.metadata}
+    return {"result": to_jsonable_python(answer)}
 
 
 def result_of(body: Mapping[str, Any]) -> AdapterResult:
