@@ -20,6 +20,7 @@ OPTIONAL_HEAVY = (
     *("alembic", "mcp", "mcp_types", "a2a", "numpy", "redis"),
     *("SpiffWorkflow", "lxml", "starlette", "httpx2"),
     *("httpx", "httpcore", "trio", "jwt", "cryptography"),
+    "rich",  # only once something is printed for a person (tables, errors, progress bars)
 )
 """Libraries a one-shot command that reaches neither their feature nor a migration must not import."""
 
