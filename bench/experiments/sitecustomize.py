@@ -12,6 +12,9 @@ patches named in ``FORECOURT_BENCH_EXPERIMENTS`` (comma-separated):
 - ``gc_freeze``: ``gc.freeze()`` once the app is built, so the ~320,000 start-up objects (modules, schemas,
   SDK types) leave the collector's generations and full collections stop walking them on the request path —
   proposed for ``forecourt/cli/serve.py:app_factory``.
+- ``authority_once_per_call``: each gateway call reads its company's authority generation from Redis once
+  (``gateway/backends/authority.read_once_per_call`` around ``Gateway._run``) instead of once per lookup (six
+  ``MGET`` round trips on a keyed call) — proposed for ``forecourt/gateway/pipeline.py:Gateway._invoke``.
 """
 
 from __future__ import annotations
@@ -81,3 +84,20 @@ def _gc_freeze() -> None:
 
 if "gc_freeze" in _WANTED:
     _gc_freeze()
+
+
+def _authority_once_per_call() -> None:
+    from forecourt.gateway.backends.authority import read_once_per_call
+    from forecourt.gateway.pipeline import Gateway
+
+    original = Gateway._run
+
+    async def run(self: Any, call: Any) -> Any:
+        with read_once_per_call():
+            return await original(self, call)
+
+    Gateway._run = run  # type: ignore[method-assign]
+
+
+if "authority_once_per_call" in _WANTED:
+    _authority_once_per_call()
