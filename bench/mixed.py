@@ -7,11 +7,11 @@ create --json``, reads a sample of each rooftop's stock (makes, bodies, years, p
 units) and starts the real server as production runs it: ``forecourt serve --workers 2`` with random 48-character
 secrets (no ``--dev``), ``FORECOURT_PUBLIC_BASE_URL``, rate limits raised to 10⁹/min, log level WARNING.
 
-A separate load-generator process (``--load``: asyncio streams on uvloop, keep-alive connections, bench/soak.py's
-client) sends a seeded mix. Rooftops are drawn by Zipf-like popularity; each call goes to one of the three front
-doors (MCP Streamable HTTP ``tools/call`` in the 2026-07-28 stateless era with the API key, A2A JSON-RPC
-``SendMessage`` with an AAP DataPart at ``/dealers/{id}/a2a/jsonrpc`` as an anonymous buyer agent, the REST envelope
-``POST /mcp/{action}`` with the API key):
+A separate load-generator process (``--load``, bench/mixed_load.py: asyncio streams on uvloop, keep-alive
+connections, bench/soak.py's client) sends a seeded mix (bench/mixed_calls.py). Rooftops are drawn by Zipf-like
+popularity; each call goes to one of the three front doors (MCP Streamable HTTP ``tools/call`` in the 2026-07-28
+stateless era with the API key, A2A JSON-RPC ``SendMessage`` with an AAP DataPart at ``/dealers/{id}/a2a/jsonrpc``
+as an anonymous buyer agent, the REST envelope ``POST /mcp/{action}`` with the API key):
 
 - ``inventory.search`` with varied filters (make, body, price range, year), sorts (none, price asc/desc, year desc,
   mileage asc) and page sizes; 45 % of searches go on to 1-3 more pages (``next_cursor``, AAP ``skip``), sent as
@@ -28,6 +28,9 @@ and door (count, errors, req/s, p50/p99), RSS in the soak's first and last minut
 after, and the verdict against the goal (p99 ≤ 50 ms, 0 errors, flat RSS); ``--out`` gets the JSON.
 
     .venv/bin/python bench/mixed.py --duration 600 --out /tmp/mixed_traffic.json
+
+``--experiment NAME`` runs the server with a what-if patch of bench/experiments/sitecustomize.py (a proposed change,
+measured before it is made); ``--server-env FORECOURT_X=Y`` with another setting.
 """
 
 from __future__ import annotations
@@ -43,7 +46,6 @@ import tempfile
 import threading
 import time
 import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,209 +53,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import frontdoors as fd
 import soak
-from mixed_calls import DEALER_ACTION, DOORS, Call, Traffic, rooftops_from, verdict, wire
+from mixed_calls import DEALER_ACTION, DOORS
 
 GOAL_P99_MS = 50.0
 FLAT_RSS_GROWTH = 0.05  # flat: the soak's last minute's mean RSS within 5 % of its first minute's
 
-# ---------------------------------------------------------------------------------------------- load generator
-
-
-def _pick(ordered: list[float], q: float) -> float:
-    return round(ordered[min(int(q * len(ordered)), len(ordered) - 1)], 2)
-
-
-def latency_summary(ms: list[float]) -> dict[str, float]:
-    """p50/p95/p99/max of latencies in milliseconds (empty: {})."""
-    if not ms:
-        return {}
-    ordered = sorted(ms)
-    return {
-        "p50_ms": _pick(ordered, 0.5),
-        "p95_ms": _pick(ordered, 0.95),
-        "p99_ms": _pick(ordered, 0.99),
-        "max_ms": round(ordered[-1], 2),
-    }
-
-
-@dataclass
-class Tally:
-    """Latencies and errors by ``action|door``, and the current reporting window's."""
-
-    lat: dict[str, list[float]] = field(default_factory=dict)
-    errors: dict[str, int] = field(default_factory=dict)
-    first_errors: dict[str, list[str]] = field(default_factory=dict)
-    skipped: int = 0
-    lags: list[float] = field(default_factory=list)
-    window: list[float] = field(default_factory=list)
-    window_errors: int = 0
-    window_skipped: int = 0
-
-    def add(self, call: Call, ms: float, ok: bool, why: str) -> None:
-        key = f"{call.action}|{call.door}"
-        self.lat.setdefault(key, []).append(ms)
-        self.window.append(ms)
-        if not ok:
-            self.errors[key] = self.errors.get(key, 0) + 1
-            self.window_errors += 1
-            seen = self.first_errors.setdefault(key, [])
-            if len(seen) < 3:
-                seen.append(why)
-
-    def flush_window(self, at: float, seconds: float) -> dict[str, Any]:
-        line = {
-            "t": round(at, 1),
-            "requests": len(self.window),
-            "errors": self.window_errors,
-            "skipped": self.window_skipped,
-            "rps": round(len(self.window) / seconds, 1),
-            **latency_summary(self.window),
-        }
-        self.window, self.window_errors, self.window_skipped = [], 0, 0
-        return line
-
-    def final(self, seconds: float) -> dict[str, Any]:
-        every = [x for values in self.lat.values() for x in values]
-        errors = sum(self.errors.values())
-        by_key = {
-            key: {
-                "count": len(values),
-                "errors": self.errors.get(key, 0),
-                "rps": round(len(values) / seconds, 2),
-                **latency_summary(values),
-                **({"first_errors": self.first_errors[key]} if key in self.first_errors else {}),
-            }
-            for key, values in sorted(self.lat.items())
-        }
-        lag = latency_summary(self.lags)
-        return {
-            "seconds": round(seconds, 1),
-            "requests": len(every),
-            "errors": errors,
-            "skipped": self.skipped,
-            "rps": round(len(every) / seconds, 1),
-            **latency_summary(every),
-            "send_lag_ms": {k.removesuffix("_ms"): v for k, v in lag.items()},
-            "by_key": by_key,
-        }
-
-
-def _emit(record: dict[str, Any]) -> None:
-    print(json.dumps(record), flush=True)
-
-
-class Loader:
-    """Sends the mix over keep-alive connections (bench/soak.py's client) and tallies the answers."""
-
-    def __init__(self, base: str, token: str, traffic: Traffic, connections: int) -> None:
-        self.host_port = base.split("://", 1)[1].rstrip("/")
-        host, _, port = self.host_port.partition(":")
-        self.idle = [soak._Conn(host, int(port or 80)) for _ in range(connections)]
-        self.token, self.traffic = token, traffic
-        self.tally = Tally()
-        self.count_from = 0.0
-        self.sent = 0
-
-    def _bytes(self, call: Call) -> bytes:
-        self.sent += 1
-        path, headers, body = wire(call, self.token, f"{self.traffic.tag}-{self.sent}")
-        payload = json.dumps(body, separators=(",", ":")).encode()
-        head = [f"POST {path} HTTP/1.1", f"Host: {self.host_port}", "Content-Type: application/json"]
-        head += [f"{k}: {v}" for k, v in headers.items()] + [f"Content-Length: {len(payload)}"]
-        return ("\r\n".join(head) + "\r\n\r\n").encode() + payload
-
-    async def one(self, conn: soak._Conn, call: Call) -> None:
-        """Send ``call`` on ``conn`` and tally the answer (when it started after the warm-up)."""
-        request = self._bytes(call)
-        started = time.perf_counter()
-        try:
-            async with asyncio.timeout(10):
-                status, content = await conn.post(request)
-            ok, data, why = verdict(call, status, content)
-        except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError) as exc:
-            ok, data, why = False, None, type(exc).__name__
-        elapsed = (time.perf_counter() - started) * 1000
-        if ok:
-            self.traffic.answered(call, data)
-        if started >= self.count_from:
-            self.tally.add(call, elapsed, ok, why)
-
-    async def _returning(self, conn: soak._Conn, call: Call) -> None:
-        try:
-            await self.one(conn, call)
-        finally:
-            self.idle.append(conn)
-
-    async def report(self, t0: float, window: float) -> None:
-        """Print the window's line every ``window`` seconds (cancelled at the end)."""
-        at = t0 + window
-        while True:
-            await asyncio.sleep(max(0.0, at - time.perf_counter()))
-            _emit(self.tally.flush_window(at - t0, window))
-            at += window
-
-    async def closed(self, warmup: float, seconds: float) -> float:
-        """Every connection sends its next call as soon as the last is answered; returns the measured seconds."""
-        end = time.perf_counter() + warmup + seconds
-        self.count_from = end - seconds
-
-        async def worker(conn: soak._Conn) -> None:
-            while time.perf_counter() < end:
-                await self.one(conn, self.traffic.next_call())
-
-        await asyncio.gather(*(worker(c) for c in self.idle))
-        return time.perf_counter() - self.count_from
-
-    async def open(self, rate: float, seconds: float) -> float:
-        """Call *i* at ``t0 + i / rate`` on an idle connection, whatever the latency of earlier ones."""
-        tasks: set[asyncio.Task[None]] = set()
-        t0 = self.count_from = time.perf_counter()
-        i = 0
-        while (now := time.perf_counter()) < t0 + seconds:
-            due = int((now - t0) * rate) + 1 - i
-            if due <= 0:
-                await asyncio.sleep(t0 + i / rate - now)
-                continue
-            for _ in range(due):
-                self.tally.lags.append((now - (t0 + i / rate)) * 1000)
-                i += 1
-                if not self.idle:
-                    self.tally.skipped += 1
-                    self.tally.window_skipped += 1
-                    continue
-                task = asyncio.create_task(self._returning(self.idle.pop(), self.traffic.next_call()))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
-            await asyncio.sleep(0)
-        if tasks:
-            await asyncio.wait(tasks, timeout=15)
-        return time.perf_counter() - t0
-
-
-async def load_main(args: argparse.Namespace) -> None:
-    """The load-generator process: one JSON line per window, then ``{"final": ...}``."""
-    traffic = Traffic(rooftops_from(args.world_data), seed=args.seed, tag=args.tag)
-    token = os.environ["MIXED_TRAFFIC_TOKEN"]
-    cpu_start = time.process_time()
-    if args.mode == "closed":
-        loader = Loader(args.load, token, traffic, args.connections)
-        reporter = asyncio.create_task(loader.report(time.perf_counter() + args.warmup, args.window))
-        seconds = await loader.closed(args.warmup, args.seconds)
-    else:
-        loader = Loader(args.load, token, traffic, args.max_in_flight)
-        reporter = asyncio.create_task(loader.report(time.perf_counter(), args.window))
-        seconds = await loader.open(args.rate, args.seconds)
-    reporter.cancel()
-    for conn in loader.idle:
-        conn.close()
-    _emit({"final": {**loader.tally.final(seconds), "client_cpu_s": round(time.process_time() - cpu_start, 2)}})
-
-
 # ---------------------------------------------------------------------------------------------- orchestrator
 
 
-def bench_env(db_url: str, redis_url: str, prefix: str, port: int, tmp: Path, extra: list[str]) -> dict[str, str]:
-    """The environment of every ``forecourt`` command of the run: production secrets, raised limits, ``extra``."""
+def bench_env(
+    db_url: str, redis_url: str, prefix: str, port: int, tmp: Path, extra: list[str], experiments: list[str] = ()
+) -> dict[str, str]:
+    """The environment of every ``forecourt`` command of the run: production secrets, raised limits, ``extra``
+    settings and ``experiments`` (what-if patches)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FORECOURT_")}
     env.update(
         FORECOURT_DATABASE_URL=db_url,
@@ -271,6 +83,11 @@ def bench_env(db_url: str, redis_url: str, prefix: str, port: int, tmp: Path, ex
     for rule in ("COMPANY", "MEMBER", "ACTION", "ANONYMOUS"):
         env[f"FORECOURT_RATE_{rule}_PER_MINUTE"] = "1000000000"
     env.update(item.split("=", 1) for item in extra)  # what-if settings: --server-env FORECOURT_X=Y
+    if experiments:  # what-if patches of bench/experiments/sitecustomize.py, for the server only
+        env["FORECOURT_BENCH_EXPERIMENTS"] = ",".join(experiments)
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(fd.ROOT / "bench" / "experiments"), env.get("PYTHONPATH")])
+        )
     return env
 
 
@@ -584,8 +401,8 @@ def orchestrate(args: argparse.Namespace) -> dict[str, Any]:
         log = Path(args.log_dir or tmp) / "mixed-traffic-server.log"
         db_url = asyncio.run(create_db(args.pg_admin, name))
         try:
-            env = bench_env(db_url, args.redis, prefix, fd.free_port(), tmp, args.server_env)
-            summary["server_env"] = args.server_env
+            env = bench_env(db_url, args.redis, prefix, fd.free_port(), tmp, args.server_env, args.experiment)
+            summary["server_env"], summary["experiments"] = args.server_env, args.experiment
             started = time.monotonic()
             token = prepare_data(env, args.dealerships, args.vehicles)
             world = asyncio.run(read_world(db_url))
@@ -625,6 +442,9 @@ def main() -> None:
     parser.add_argument("--log-dir", default=None, help="where the server log goes (default: a temporary directory)")
     parser.add_argument("--out", default=None, help="write the JSON summary here")
     parser.add_argument("--server-env", action="append", default=[], metavar="FORECOURT_X=Y", help="extra setting")
+    parser.add_argument(
+        "--experiment", action="append", default=[], help="a what-if patch of bench/experiments/sitecustomize.py"
+    )
     # the load generator (run by the orchestrator in its own process)
     parser.add_argument("--load", metavar="BASE_URL", help=argparse.SUPPRESS)
     parser.add_argument("--world", help=argparse.SUPPRESS)
@@ -638,6 +458,8 @@ def main() -> None:
         import uvloop
 
         args.world_data = json.loads(Path(args.world).read_text())
+        from mixed_load import load_main
+
         uvloop.run(load_main(args))
         return
     summary = orchestrate(args)
