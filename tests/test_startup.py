@@ -160,6 +160,30 @@ def test_a_one_shot_command_starts_without_garbage_collections_and_leaves_the_co
     assert gc.get_freeze_count() == frozen_before
 
 
+_RUN_AND_COUNT_AT_EXIT = """
+import atexit, gc, runpy, sys
+atexit.register(lambda: print(f"AT EXIT {gc.get_freeze_count()} {len(gc.get_objects())}", file=sys.stderr))
+sys.argv = ["forecourt", *sys.argv[1:]]
+runpy.run_module("forecourt.cli.main", run_name="__main__")
+"""
+
+
+def test_a_one_shot_command_leaves_the_interpreters_exit_no_objects_to_collect(tmp_path: Path) -> None:
+    env = _env(tmp_path / "startup.db")
+    subprocess.run([str(FORECOURT), "db", "upgrade"], env=env, check=True, capture_output=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_AND_COUNT_AT_EXIT, "companies", "list", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    frozen, collectable = map(int, done.stderr.rsplit("AT EXIT ", 1)[1].split())
+    assert collectable * 20 < frozen  # the exit's full collections walk (next to) nothing
+
+
 @pytest.mark.slow
 def test_the_startup_benchmark_runs_and_reports_each_command_it_was_asked_for() -> None:
     """Only that it runs: its timings are for docs/benchmarks.md, never asserted."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import gc
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -118,8 +119,20 @@ def collector_paused() -> Iterator[None]:
 
 def collector_resumed() -> None:
     """Give the objects frozen by :func:`collector_paused` back to the collector (a process running several
-    commands, such as a test run, then frees what they left behind)."""
+    commands, such as a test run, then frees what they left behind), and spare the process's exit a collection.
+
+    When the interpreter exits it runs full collections over every object still alive (~0.35 s of a one-shot
+    command's ~1.3 s of CPU, measured with and without them): pure waste for a process that is ending, whose
+    files and connections the command has already closed. A handler run at exit freezes what is left first, so
+    those collections walk nothing (the objects are still released as the modules are torn down).
+    """
     gc.unfreeze()
+    if not _EXIT_FREEZE["registered"]:
+        _EXIT_FREEZE["registered"] = True
+        atexit.register(gc.freeze)
+
+
+_EXIT_FREEZE = {"registered": False}
 
 
 @asynccontextmanager
