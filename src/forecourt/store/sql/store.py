@@ -204,6 +204,10 @@ class SqlStore:
         # SQLite files: read units of work run on the calling thread (see forecourt.store.sql.inline).
         self.read_engine = inline_read_engine(engine) if inline_reads else None
         self._inline = InlineReads(self.read_engine) if self.read_engine is not None else None
+        # PostgreSQL: read units of work run in autocommit, each statement on its own (see :meth:`_read_autocommit`).
+        self._autocommit_engine = (
+            engine.execution_options(isolation_level="AUTOCOMMIT") if engine.dialect.name == "postgresql" else None
+        )
 
     def transaction(self) -> AbstractAsyncContextManager[UnitOfWork]:
         """A unit of work: committed when the block exits cleanly, rolled back when it raises."""
@@ -227,7 +231,24 @@ class SqlStore:
         """A unit of work for reads only: on SQLite it does not take the write lock, so it never waits for writers."""
         if self._inline is not None:
             return _InlineRead(self._inline)
+        if self._autocommit_engine is not None and _isolation(self.engine) == "READ COMMITTED":
+            return self._read_autocommit(self._autocommit_engine)
         return self._read()
+
+    @staticmethod
+    @asynccontextmanager
+    async def _read_autocommit(engine: AsyncEngine) -> AsyncIterator[UnitOfWork]:
+        """A PostgreSQL read unit of work: its statements in autocommit, without ``BEGIN`` and ``COMMIT``.
+
+        Under READ COMMITTED (PostgreSQL's default; :meth:`read` checks the server's, known once the engine has
+        connected) every statement of a transaction takes a snapshot of its own, so a read-only transaction gives
+        its statements nothing that autocommit does not: it only cost two round trips per unit of work (``BEGIN``
+        and ``COMMIT``, most of a unit's driver work for a one-statement read).
+        Writing in a read unit of work is an error (:meth:`forecourt.store.base.Store.read`): here it would
+        commit statement by statement.
+        """
+        async with engine.connect() as conn:
+            yield SqlUnitOfWork(conn)
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[UnitOfWork]:
@@ -274,3 +295,8 @@ class SqlStore:
         if self._inline is not None:
             self._inline.dispose()
         await self.engine.dispose()
+
+
+def _isolation(engine: AsyncEngine) -> str | None:
+    """The server's default isolation level, once the engine has connected (``None`` before)."""
+    return getattr(engine.dialect, "default_isolation_level", None)
