@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
 
 import pytest
 import redis.asyncio as aioredis
@@ -15,6 +16,8 @@ import redis.asyncio as aioredis
 from forecourt.errors import Overloaded
 from forecourt.gateway.backends.protections import RedisBudgetMeters, RedisSessionTaint
 from forecourt.redis_client import connect_redis
+
+from .support import TcpRelay
 
 DEAD_URL = "redis://127.0.0.1:1/0"
 BOUND_S = 2.0
@@ -73,15 +76,22 @@ async def test_a_budget_report_is_never_a_page_of_zeros_while_redis_is_unreachab
 
 @pytest.mark.redis
 async def test_a_session_seen_tainted_before_an_outage_stays_tainted_during_it(
-    redis_url: str, redis_prefix: str, dead: aioredis.Redis
+    redis_url: str, redis_prefix: str
 ) -> None:
-    live = connect_redis(redis_url)
+    parts = urlsplit(redis_url)
+    relay = TcpRelay(parts.hostname or "127.0.0.1", parts.port or 6379)
+    await relay.start()
+    client = connect_redis(relay.url_for(redis_url))
     try:
-        writer = RedisSessionTaint(live, prefix=redis_prefix)
+        writer = RedisSessionTaint(client, prefix=redis_prefix)
         await writer.taint("demo-motor-group", "session-1")
-        reader = RedisSessionTaint(live, prefix=redis_prefix)
+        reader = RedisSessionTaint(client, prefix=redis_prefix)
         assert await reader.tainted("demo-motor-group", "session-1")
-        reader._client = dead  # the same process after its Redis went away
-        assert await reader.tainted("demo-motor-group", "session-1")
+        await relay.stop()
+        assert await reader.tainted("demo-motor-group", "session-1")  # seen before: still restricted
+        with pytest.raises(Overloaded):
+            await reader.tainted("demo-motor-group", "session-2")  # never seen: cannot be called clean
     finally:
-        await live.aclose()
+        await client.aclose()
+        if relay._server is not None:
+            await relay.stop()
