@@ -28,6 +28,7 @@ from forecourt.adapters.errors import AdapterConfigError
 from forecourt.adapters.models.common import LoopLocal
 from forecourt.adapters.remote.wire import (
     FAMILIES,
+    NESTING,
     TOKEN_TTL_S,
     call_body,
     error_of,
@@ -226,7 +227,8 @@ class RemoteAdapter:
         parent = traceparent(context.trace_id)
         if parent:
             headers["traceparent"] = parent
-        body = call_body(payload, context, self._nested(context, time.time() + timeout_s))
+        nested = self._nested(context, time.time() + timeout_s) if self.family.name in NESTING else None
+        body = call_body(payload, context, nested)
         attempts = hosts[:2] if retry else hosts[:1]
         for n, host in enumerate(attempts):
             remaining = deadline - time.monotonic()
