@@ -58,7 +58,7 @@ from forecourt.gateway.limits import LimitPlan
 from forecourt.gateway.number_bounds import check_number_bounds
 from forecourt.gateway.policy import Decision, TenancyCache, decide
 from forecourt.gateway.protections import Protections, owner_of
-from forecourt.gateway.redact import redact
+from forecourt.gateway.redact import redact_result
 from forecourt.gateway.store_faults import STORE_UNAVAILABLE
 from forecourt.gateway.stored_results import StoredResults
 from forecourt.gateway.telemetry import REQUEST_NOTE, CallSeries, CurrentSpan, Metrics, parent_context
@@ -402,7 +402,8 @@ class Gateway:
             return outcome
         if action.cacheable and not action.pii and self.settings.cache_enabled:
             company_id = owner_of(principal, dealership)
-            scope = self.freshness.cache_scope(action, dealership, company_id, await self._redact_fields(company_id))
+            redacted = await self.tenancy.redact_fields(company_id)
+            scope = self.freshness.cache_scope(action, dealership, company_id, redacted)
             if scope is None:
                 # Changes are not being followed right now: a cached result could predate one, so run it.
                 self.freshness.bypassed(action.name)
@@ -477,7 +478,9 @@ class Gateway:
         if action.type == "model.invoke" and isinstance(payload.get("model"), str):
             # Labelled only once the adapter accepted the model, so callers cannot mint metric series.
             call.model = str(payload["model"])[:64]
-        return await self._redact_output(result, company_id)
+        # The data owner's policy decides (the dealership's company for anonymous callers too); the cache key names
+        # that company and its redacted fields, so a cached result is redacted the same way.
+        return redact_result(result, await self.tenancy.redact_fields(company_id))
 
     async def _credential(
         self, call: CallState, action: Action, company_id: str | None, config: Mapping[str, Any]
@@ -522,20 +525,6 @@ class Gateway:
             return copy.deepcopy(outcome.output)
 
         return invoke
-
-    async def _redact_fields(self, company_id: str | None) -> frozenset[str]:
-        """The extra fields ``company_id``'s policies redact from results."""
-        return frozenset(f.lower() for policy in await self.tenancy.policies(company_id) for f in policy.redact_fields)
-
-    async def _redact_output(self, result: AdapterResult, company_id: str | None) -> AdapterResult:
-        # The data owner's policy decides (the dealership's company for anonymous callers too); the cache
-        # key names that company and its redacted fields, so a cached result is redacted the same way.
-        fields = await self._redact_fields(company_id)
-        if not fields:
-            return result
-        return AdapterResult(
-            output=redact(result.output, fields), result_type=result.result_type, metadata=result.metadata
-        )
 
     # ------------------------------------------------------------------ bookkeeping
 

@@ -249,6 +249,10 @@ class TenancyCache:
             return None
         return [company.oidc_issuer] if company.oidc_issuer else []
 
+    async def redact_fields(self, company_id: str | None) -> frozenset[str]:
+        """The extra fields ``company_id``'s policies redact from results (lower case)."""
+        return frozenset(f.lower() for policy in await self.policies(company_id) for f in policy.redact_fields)
+
     def cached_policies(self, company_id: str) -> list[Policy]:
         """Policies already loaded for ``company_id`` (no I/O; empty when not loaded yet)."""
         proposed = overlaid(company_id)

@@ -8,6 +8,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 from forecourt import caching
+from forecourt.contract import AdapterResult
 from forecourt.domain.frozen import frozen
 
 REDACTED = "[redacted]"
@@ -118,3 +119,10 @@ def redact_for_audit(value: Any, schema: Mapping[str, Any] | None, keys: frozens
     if isinstance(value, str) and _free_text(value, sub_schema):
         return REDACTED
     return value
+
+
+def redact_result(result: AdapterResult, fields: frozenset[str]) -> AdapterResult:
+    """``result`` with ``fields`` redacted from its output (the same result when there are none)."""
+    if not fields:
+        return result
+    return AdapterResult(output=redact(result.output, fields), result_type=result.result_type, metadata=result.metadata)
