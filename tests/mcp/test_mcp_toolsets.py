@@ -247,6 +247,7 @@ def test_the_cli_lists_a_members_tools_with_bytes_and_tokens(mcp_template: Templ
         "list",
         "--member",
         "demo-motor-group/crm-agent",
+        "--json",
     ]
     done = subprocess.run([*command, "--tokens"], env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
