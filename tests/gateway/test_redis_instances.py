@@ -101,3 +101,30 @@ async def test_a_policy_edit_through_one_instance_applies_to_the_others_next_cal
     saved = await one.call("admin.policies.upsert", {"company_id": MOTOR, "policy": policy}, key="admin")
     assert saved.status_code == 200, saved.text
     assert (await two.call("dealer.information", {"dealership_id": TOYOTA})).status_code == 403
+
+
+async def test_one_call_reads_its_companys_authority_generation_from_redis_once(
+    template: Template, tmp_path: Path, redis_url: str, redis_prefix: str
+) -> None:
+    from forecourt.gateway.backends.authority import RedisAuthorityGenerations
+
+    rig = await start_rig(template, tmp_path, redis_url=redis_url, redis_prefix=redis_prefix)
+    try:
+        generations = rig.services.gateway.tenancy.authority
+        assert isinstance(generations, RedisAuthorityGenerations)
+        client, reads = generations._client, []
+        mget = client.mget
+
+        async def counted(*keys: Any, **kwargs: Any) -> Any:
+            reads.append(keys)
+            return await mget(*keys, **kwargs)
+
+        client.mget = counted
+        assert (await rig.call("inventory.facets", {"dealership_id": TOYOTA})).status_code == 200
+        reads.clear()
+        assert (await rig.call("inventory.facets", {"dealership_id": TOYOTA})).status_code == 200
+        # the principal is resolved at the door, before the call; inside the call: policies, limits, redaction
+        assert len(reads) <= 2, reads
+        assert reads.count(reads[-1]) == 1
+    finally:
+        await stop_rig(rig)

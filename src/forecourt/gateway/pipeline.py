@@ -38,6 +38,7 @@ from forecourt.gateway.adapter_runtime import AdapterConfigSource, Bulkhead, che
 from forecourt.gateway.approvals import ApprovalGate
 from forecourt.gateway.audit import AuditWriter
 from forecourt.gateway.audit_record import CallState, audit_member, call_record
+from forecourt.gateway.backends.authority import read_once_per_call
 from forecourt.gateway.base import (
     Authenticator,
     CredentialProvider,
@@ -149,7 +150,7 @@ class Gateway:
         self.in_flight += 1
         self._idle.clear()
         try:
-            with CurrentSpan(self.tracer, "gateway.invoke", ctx) as span:
+            with read_once_per_call(), CurrentSpan(self.tracer, "gateway.invoke", ctx) as span:
                 span.set_attribute("forecourt.action", inv.action[:128])
                 trace_id = self._trace_id(inv, span, caller_trace)
                 call = CallState(inv=inv, trace_id=trace_id, started=time.perf_counter(), recording=span.is_recording())
