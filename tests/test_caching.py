@@ -54,6 +54,39 @@ def test_an_aging_cache_forgets_an_entry_once_it_is_as_old_as_its_max_age() -> N
     assert _info(name).evictions == 2
 
 
+def test_a_cache_bounded_in_bytes_drops_the_least_recently_used_until_its_values_fit() -> None:
+    name, clock = _name(), FakeClock()
+    cache = caching.lru(name, 100, max_age_s=60.0, clock=clock, max_bytes=10)
+    cache.put("a", b"1234")
+    cache.put("b", b"5678")
+    assert cache.get("a") == b"1234"  # "b" is now the least recently used
+    cache.put("c", b"90ab")  # 12 bytes: "b" goes
+    assert (cache.get("a"), cache.get("b"), cache.get("c")) == (b"1234", None, b"90ab")
+    assert cache.held_bytes == 8
+    cache.put("a", b"12")  # a replaced value is weighed anew
+    assert cache.held_bytes == 6
+    cache.put("huge", b"x" * 11)  # larger than the whole bound: not kept, nothing else dropped
+    assert (cache.get("huge"), len(cache), cache.held_bytes) == (None, 2, 6)
+    cache.pop("c")
+    assert cache.held_bytes == 2
+    clock.now += 60.0
+    assert cache.get("a") is None  # aged out: its bytes go too
+    assert cache.held_bytes == 0
+    cache.put("d", b"1")
+    caching.clear_all()
+    assert (len(cache), cache.held_bytes, _info(name).held_bytes) == (0, 0, 0)
+
+
+def test_the_bytes_a_cache_holds_are_a_prometheus_series() -> None:
+    name = _name()
+    cache = caching.lru(name, 4, max_bytes=1024)
+    registry = CollectorRegistry()
+    series = ProcessCaches(registry)
+    cache.put("k", b"x" * 100)
+    series.sync()
+    assert f'forecourt_process_cache_bytes{{cache="{name}"}} 100.0' in generate_latest(registry).decode()
+
+
 def test_an_entry_age_is_refused_by_a_cache_that_does_not_age() -> None:
     with pytest.raises(ValueError, match="does not age"):
         caching.lru(_name(), 1).put("k", "v", max_age_s=1.0)

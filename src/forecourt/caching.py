@@ -6,14 +6,16 @@ cleared by one switch in tests. This module is that seam, at the bottom of the i
 only), so the store, the actions, the gateway and the surfaces all make their caches here:
 
 - :func:`lru` makes a cache of at most ``size`` entries, the least recently used dropped first; with ``max_age_s``
-  an entry is also dropped once it is that old (on its next read). ``put(..., max_age_s=...)`` ages one entry
-  differently (the result cache: each action has its own time to live).
+  an entry is also dropped once it is that old (on its next read); with ``max_bytes`` (a cache of ``bytes`` or
+  ``str`` values: the result caches) its values also stay within that many bytes (``len`` of each).
+  ``put(..., max_age_s=...)`` ages one entry differently (the result cache: each action has its own time to live).
 - :class:`HeldMemo` is the one memo keyed by an object's identity: an entry holds its object and is used only for
   that very object, so an address reused by a new object after the old one is gone never finds the old answer.
   Use it only where no value key is cheap (a schema, a dialect); the value it derives should be a value.
 - Counts are kept per name (all caches of a name together: several gateways in one process each have theirs):
-  hits, misses, evictions (for size or age) and entries; :func:`snapshot` reads them (``gateway/telemetry`` turns
-  them into ``forecourt_process_cache_*`` series), :func:`clear_all` empties every cache (the tests' one switch),
+  hits, misses, evictions (for size or age), entries and the bytes held by caches with ``max_bytes``;
+  :func:`snapshot` reads them (``gateway/telemetry`` turns them into ``forecourt_process_cache_*`` series),
+  :func:`clear_all` empties every cache (the tests' one switch),
   and :func:`disable` makes named caches miss every time, :func:`time_misses` times what each miss costs until the
   value it lacked is put (what ``bench/cache_earnings.py`` measures a cache's gain with).
 - :func:`memo` is a function's :class:`Cache` by its arguments' values (what ``functools.lru_cache`` was used for).
@@ -90,6 +92,8 @@ class CacheInfo:
     entries: int
     size: int
     max_age_s: float | None
+    held_bytes: int = 0
+    """The bytes of the values held now (caches made with ``max_bytes``; 0 for the others)."""
 
     @property
     def hit_rate(self) -> float:
@@ -126,6 +130,11 @@ class _Clearable:
     def __len__(self) -> int:
         raise NotImplementedError
 
+    @property
+    def held_bytes(self) -> int:
+        """The bytes of the values held (0 unless the cache is bounded in bytes)."""
+        return 0
+
 
 _FAMILIES: dict[str, _Family] = {}
 _LOCK = threading.Lock()
@@ -152,15 +161,27 @@ class Cache(_Clearable, Generic[K, V]):
     apart from a miss by :meth:`get`; store a sentinel where ``None`` is an answer worth keeping.
     """
 
-    def __init__(self, name: str, size: int, *, max_age_s: float | None = None, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self,
+        name: str,
+        size: int,
+        *,
+        max_age_s: float | None = None,
+        clock: Clock = time.monotonic,
+        max_bytes: int | None = None,
+    ) -> None:
+        if max_bytes is not None and max_bytes < 1:
+            raise ValueError("max_bytes must be at least 1")
         self.name = name
         self.size = size
         self.max_age_s = max_age_s
+        self.max_bytes = max_bytes
         self._clock = clock
         self._data: OrderedDict[K, Any] = OrderedDict()
         self._family = _join(name, self, size, max_age_s)
         self._counts = self._family.counts
         self._aging = max_age_s is not None
+        self._held = 0  # bytes of the values held, when bounded in bytes
         if self._family.disabled:
             self._switch(False)
 
@@ -184,8 +205,16 @@ class Cache(_Clearable, Generic[K, V]):
         return entry  # type: ignore[no-any-return]
 
     def put(self, key: K, value: V, *, max_age_s: float | None = None) -> None:
-        """Keep ``value`` under ``key`` (``max_age_s``: this entry's age, else the cache's), dropping the oldest."""
+        """Keep ``value`` under ``key`` (``max_age_s``: this entry's age, else the cache's), dropping the oldest.
+
+        In a cache bounded in bytes, a value larger than the whole bound is not kept (nor what ``key`` held).
+        """
         data = self._data
+        if self.max_bytes is not None:
+            self._unweigh(data.pop(key, None))
+            if len(value) > self.max_bytes:  # type: ignore[arg-type]
+                return
+            self._held += len(value)  # type: ignore[arg-type]
         if self._aging or max_age_s is not None:
             if not self._aging:
                 raise ValueError(f"cache {self.name!r} does not age its entries")
@@ -193,12 +222,24 @@ class Cache(_Clearable, Generic[K, V]):
         else:
             data[key] = value
         data.move_to_end(key)
-        while len(data) > self.size:
+        while len(data) > self.size or (self.max_bytes is not None and self._held > self.max_bytes):
             try:
-                data.popitem(last=False)
+                _, dropped = data.popitem(last=False)
             except KeyError:
                 break
+            self._unweigh(dropped)
             self._counts.evictions += 1
+
+    def _unweigh(self, entry: Any) -> None:
+        """Take a dropped entry's value out of the bytes held (caches bounded in bytes)."""
+        if entry is None or self.max_bytes is None:
+            return
+        self._held = max(self._held - len(entry[1] if self._aging else entry), 0)
+
+    @property
+    def held_bytes(self) -> int:
+        """The bytes of the values held now (0 unless made with ``max_bytes``)."""
+        return self._held
 
     def peek(self, key: K) -> V | None:
         """The value kept under ``key`` whatever its age, without counting or reordering (``None``: none kept)."""
@@ -210,6 +251,7 @@ class Cache(_Clearable, Generic[K, V]):
     def pop(self, key: K) -> V | None:
         """Forget ``key``; the value it held (``None`` when there was none)."""
         entry = self._data.pop(key, None)
+        self._unweigh(entry)
         if entry is not None and self._aging:
             return entry[1]  # type: ignore[no-any-return]
         return entry  # type: ignore[no-any-return]
@@ -217,6 +259,7 @@ class Cache(_Clearable, Generic[K, V]):
     def clear(self) -> None:
         """Forget every entry."""
         self._data.clear()
+        self._held = 0
 
     def __iter__(self) -> Iterator[K]:
         """The keys kept now, least recently used first (a copy: the cache may change meanwhile)."""
@@ -226,7 +269,9 @@ class Cache(_Clearable, Generic[K, V]):
         return len(self._data)
 
     def _drop(self, key: K) -> None:
-        if self._data.pop(key, _MISSING) is not _MISSING:
+        entry = self._data.pop(key, _MISSING)
+        if entry is not _MISSING:
+            self._unweigh(entry)
             self._counts.evictions += 1
 
     def _switch(self, on: bool) -> None:
@@ -276,9 +321,16 @@ class Cache(_Clearable, Generic[K, V]):
         self.put = put  # type: ignore[method-assign]
 
 
-def lru(name: str, size: int, *, max_age_s: float | None = None, clock: Clock = time.monotonic) -> Cache[Any, Any]:
+def lru(
+    name: str,
+    size: int,
+    *,
+    max_age_s: float | None = None,
+    clock: Clock = time.monotonic,
+    max_bytes: int | None = None,
+) -> Cache[Any, Any]:
     """A new :class:`Cache` named ``name`` (see the module docstring)."""
-    return Cache(name, size, max_age_s=max_age_s, clock=clock)
+    return Cache(name, size, max_age_s=max_age_s, clock=clock, max_bytes=max_bytes)
 
 
 class HeldMemo(Generic[T, V]):
@@ -388,6 +440,7 @@ def snapshot() -> list[CacheInfo]:
             entries=sum(len(m) for m in live),
             size=f.size,
             max_age_s=f.max_age_s,
+            held_bytes=sum(m.held_bytes for m in live),
         )
         for f, live in members
     ]

@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     cache_local_ttl_s: float = 2.0
     """With Redis: how long a replica keeps its own copy of a shared cache entry (0 = always ask Redis)."""
     cache_local_max_entries: int = 10_000
+    cache_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    """Bytes of stored results this process's result cache holds at most (the in-memory cache, or with Redis the
+    replica's own copies), the least recently used dropped first."""
     audit_batch_size: int = 200
     audit_flush_interval_s: float = 0.5
     audit_journal_dir: Path | None = None

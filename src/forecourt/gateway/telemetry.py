@@ -216,7 +216,8 @@ class ProcessCaches:
     """The counts of every cache of the process (``forecourt.caching``) as Prometheus series, one per cache name.
 
     The caches count in plain integers (a hit costs no metric call); :meth:`sync` adds what they counted since the
-    last sync to ``forecourt_process_cache_{hits,misses,evictions}_total`` and sets ``forecourt_process_cache_entries``.
+    last sync to ``forecourt_process_cache_{hits,misses,evictions}_total`` and sets ``forecourt_process_cache_entries``
+    (and ``forecourt_process_cache_bytes`` for caches bounded in bytes).
     The runtime sampler syncs every sample and ``/metrics`` before it answers, so under ``--workers N`` each worker
     writes its own values (multiprocess files, added up) and a single process is exact at each scrape.
     """
@@ -235,6 +236,13 @@ class ProcessCaches:
             registry=registry,
             multiprocess_mode="livesum",
         )
+        self.held_bytes = Gauge(
+            "forecourt_process_cache_bytes",
+            "Bytes of the values held now, by cache (caches bounded in bytes: the result caches)",
+            labels,
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
         self._synced: dict[str, tuple[int, int, int]] = {}
 
     def sync(self) -> None:
@@ -248,6 +256,8 @@ class ProcessCaches:
             if info.evictions > evictions:
                 self.evictions.labels(info.name).inc(info.evictions - evictions)
             self.entries.labels(info.name).set(info.entries)
+            if info.held_bytes:
+                self.held_bytes.labels(info.name).set(info.held_bytes)
             self._synced[info.name] = (max(hits, info.hits), max(misses, info.misses), max(evictions, info.evictions))
 
 

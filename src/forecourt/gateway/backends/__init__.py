@@ -14,6 +14,7 @@ from forecourt.gateway.backends.authority import AuthorityGenerations, MemoryAut
 from forecourt.gateway.backends.console_sessions import MemorySessionRegistry, SessionRegistry
 from forecourt.gateway.backends.events import EventBus, MemoryEventBus
 from forecourt.gateway.backends.memory import (
+    DEFAULT_CACHE_MAX_BYTES,
     MemoryIdempotencyStore,
     MemoryRateLimiter,
     MemoryResultCache,
@@ -69,13 +70,13 @@ class Backends:
             await close()
 
 
-def memory_backends(cache_max_entries: int = 10_000) -> Backends:
+def memory_backends(cache_max_entries: int = 10_000, cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES) -> Backends:
     """In-process backends for a single replica."""
     events = MemoryEventBus()
     return Backends(
         kind="memory",
         rate_limiter=MemoryRateLimiter(),
-        cache=MemoryResultCache(max_entries=cache_max_entries),
+        cache=MemoryResultCache(max_entries=cache_max_entries, max_bytes=cache_max_bytes),
         idempotency=MemoryIdempotencyStore(),
         revocations=MemoryRevocationList(),
         events=events,
@@ -123,7 +124,7 @@ def _redis_cache(shared: ResultCache, settings: Settings) -> ResultCache:
         return shared
     from forecourt.gateway.backends.tiered import TieredResultCache
 
-    local = MemoryResultCache(max_entries=settings.cache_local_max_entries)
+    local = MemoryResultCache(max_entries=settings.cache_local_max_entries, max_bytes=settings.cache_max_bytes)
     return TieredResultCache(local, shared, local_ttl_s=settings.cache_local_ttl_s)
 
 
@@ -134,4 +135,4 @@ def build_backends(settings: Settings) -> Backends:
     """
     if settings.redis_url:
         return redis_backends(settings)
-    return memory_backends()
+    return memory_backends(cache_max_bytes=settings.cache_max_bytes)

@@ -55,6 +55,9 @@ class MemoryRateLimiter:
             del self._tat[key]
 
 
+DEFAULT_CACHE_MAX_BYTES = 64 * 1024 * 1024
+
+
 class MemoryResultCache:
     """Bounded LRU cache with a TTL per entry (a ``forecourt.caching`` cache named ``name``).
 
@@ -62,14 +65,24 @@ class MemoryResultCache:
         max_entries: Least recently used entries are evicted beyond this many.
         clock: Monotonic clock in seconds.
         name: The cache's name in ``/metrics``.
+        max_bytes: Least recently used entries are evicted while the stored results hold more bytes than this
+            (a page of full vehicles is tens of kilobytes: entries alone would let a worker's memory grow by
+            hundreds of megabytes before the bound is reached).
     """
 
     def __init__(
-        self, max_entries: int = 10_000, clock: Clock = time.monotonic, *, name: str = "gateway.result_cache"
+        self,
+        max_entries: int = 10_000,
+        clock: Clock = time.monotonic,
+        *,
+        name: str = "gateway.result_cache",
+        max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
     ) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
-        self._data: caching.Cache[str, bytes] = caching.lru(name, max_entries, max_age_s=0.0, clock=clock)
+        self._data: caching.Cache[str, bytes] = caching.lru(
+            name, max_entries, max_age_s=0.0, clock=clock, max_bytes=max_bytes
+        )
 
     async def get(self, key: str) -> bytes | None:
         """The cached value, or ``None`` when absent or expired."""
@@ -84,6 +97,11 @@ class MemoryResultCache:
 
     def __len__(self) -> int:
         return len(self._data)
+
+    @property
+    def held_bytes(self) -> int:
+        """The bytes of the results held now."""
+        return self._data.held_bytes
 
 
 class MemoryIdempotencyStore:
