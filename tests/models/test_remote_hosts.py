@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -134,6 +135,25 @@ async def test_a_company_pinned_to_eu_is_served_only_by_the_eu_host(template, fa
         await pin(rig, "us")
         await rig.invoke("openai.invokeModel", CHAT)
         assert (hosts["eu"].host.calls, hosts["us"].host.calls) == (3, 1)
+
+
+async def test_a_gateway_sending_hosts_only_model_calls_takes_no_nested_call_even_with_a_valid_grant(
+    template, fakes, hosts, gateway_dir
+):
+    from forecourt.contract import Principal
+    from forecourt.contract.grants import NESTED_PATH, grant_key, sign_grant
+
+    caller = Principal(method="internal", company_id=None, member_id=None, subject="operator")
+    grant = sign_grant(
+        grant_key(PEPPER), caller, trace_id="t", session_id=None, writes=True, depth=1, expires_at=time.time() + 60
+    )
+    async with gateway(template, fakes, gateway_dir, hosts) as rig:
+        answer = await rig.client.post(
+            NESTED_PATH,
+            json={"action": "admin.companies.list", "payload": {}},
+            headers={"Authorization": f"Bearer {grant}"},
+        )
+        assert answer.status_code == 404
 
 
 async def test_a_host_refuses_a_token_pinned_to_another_region(hosts):

@@ -31,6 +31,9 @@ from forecourt.errors import Unauthorized
 
 GRANT_ISSUER = "forecourt-gateway"
 GRANT_AUDIENCE = "forecourt-gateway:nested"
+NESTING = frozenset({"knowledge", "workflows"})
+"""The families whose adapters call other actions: their calls carry a grant, and only gateways that send them
+those families' calls serve :data:`NESTED_PATH`."""
 NESTED_PATH = "/v1/adapter-hosts/invoke"
 DEADLINE_HEADER = "Forecourt-Deadline-Ms"
 """A call's deadline, epoch milliseconds, from the gateway to a host and from a host back to the gateway."""

@@ -25,6 +25,7 @@ from forecourt.contract.grants import (
     MAX_DEPTH,
     NESTED_DEPTH,
     NESTED_PATH,
+    NESTING,
     Grant,
     grant_key,
     verify_grant,
@@ -127,9 +128,11 @@ class HostCalls:
 
 
 def host_call_routes(gateway: Gateway) -> list[BaseRoute]:
-    """The nested-call route, when ``remote.yaml`` runs some adapter family on remote hosts (none otherwise)."""
+    """The nested-call route, when ``remote.yaml`` runs a family whose adapters call other actions (knowledge,
+    workflows) on remote hosts; none otherwise, so a gateway that sends hosts only models or upstreams calls
+    accepts no grant at all, whoever holds the key they are signed with."""
     families = gateway.adapter_configs.defaults.get("remote", {}).get("families")
-    if not isinstance(families, Mapping) or not families:
+    if not isinstance(families, Mapping) or not NESTING & set(families):
         return []
     from starlette.routing import Route
 

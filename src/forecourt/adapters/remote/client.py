@@ -28,7 +28,6 @@ from forecourt.adapters.errors import AdapterConfigError
 from forecourt.adapters.models.common import LoopLocal
 from forecourt.adapters.remote.wire import (
     FAMILIES,
-    NESTING,
     TOKEN_TTL_S,
     call_body,
     error_of,
@@ -40,7 +39,7 @@ from forecourt.adapters.remote.wire import (
     traceparent,
 )
 from forecourt.contract import Adapter, AdapterResult, Catalogue, ExecutionContext
-from forecourt.contract.grants import DEADLINE_HEADER, NESTED_DEPTH, NESTED_PATH, grant_key, sign_grant
+from forecourt.contract.grants import DEADLINE_HEADER, NESTED_DEPTH, NESTED_PATH, NESTING, grant_key, sign_grant
 from forecourt.errors import ForecourtError, Timeout
 
 if TYPE_CHECKING:

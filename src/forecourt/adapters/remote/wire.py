@@ -40,8 +40,6 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "upstreams": ("upstream",),
 }
 """The adapters each family's hosts run (``model.invoke``'s router stays in the gateway: it is policy)."""
-NESTING = frozenset({"knowledge", "workflows"})
-"""The families whose adapters call other actions (their calls carry a grant for that: contract.grants)."""
 
 
 def runs_in_gateway(family: str, action: str) -> bool:
