@@ -122,6 +122,29 @@ async def test_the_first_twenty_of_a_common_sort_are_read_from_its_index_without
         assert _postgres_rows_read(plan, index) <= 40  # 20 offerable ones, and the few others met on the way
 
 
+@pytest.mark.parametrize(
+    ("sort", "descending", "index"),
+    [
+        (SortField.PRICE, False, "ix_vehicles_dealer_price_id"),
+        (SortField.YEAR, True, "ix_vehicles_dealer_year_id"),
+        (SortField.MILEAGE, False, "ix_vehicles_dealer_mileage_id"),
+        (None, False, "ix_vehicles_dealer_id_status"),
+    ],
+)
+async def test_a_page_of_a_rooftops_offerable_units_reads_its_rows_in_the_indexs_order_once(
+    rooftops: SqlStore, sort: SortField | None, descending: bool, index: str
+) -> None:
+    query = InventoryQuery(dealership_id=DEALER, sort=sort, descending=descending, limit=20)
+    plan = await _plan(rooftops, search_statements(query, True)[0])
+    if isinstance(plan, list):  # one search of the index, the rows read from it: no second lookup, no sort
+        assert [detail for *_, detail in plan] == [f"SEARCH vehicles USING INDEX {index} (dealership_id=?)"], plan
+    else:
+        kinds = [node["Node Type"] for node, _ in _nodes(plan)]
+        assert "Sort" not in kinds, plan
+        assert not {"Nested Loop", "Hash Join", "Merge Join"} & set(kinds), plan
+        assert _postgres_rows_read(plan, index) <= 40
+
+
 async def test_a_keyset_page_seeks_into_the_same_index_range(rooftops: SqlStore) -> None:
     async with rooftops.read() as uow:
         first = await uow.inventory.search_cards(InventoryQuery(dealership_id=DEALER, sort=SortField.PRICE))

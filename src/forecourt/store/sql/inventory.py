@@ -250,18 +250,30 @@ def build_search_statements(query: InventoryQuery, cards: bool = False) -> tuple
     search (an agent paging, a popular query) skips building the statement and keying SQLAlchemy's compiled
     cache: about a quarter of a millisecond of CPU per search.
 
-    The page is a deferred join: the matching ids are ordered and cut to the page first (narrow rows, from the
-    index where one covers the filter), then only the page's rows are read whole. Sorting every match with all its
+    Where one index yields the matches in the page's order (:func:`search.index_ordered`: the common sorts of a
+    rooftop's offerable units), the page reads its rows in that order and stops at the page's end. Otherwise the
+    page is a deferred join: the matching ids are ordered and cut to the page first (narrow rows, from the index
+    where one covers the filter), then only the page's rows are read whole. Sorting every match with all its
     columns took most of a small search's SQLite time (on SQLite, 60 matches: 125 → 71 µs).
     """
     where = [*search.conditions(query), *search.after_conditions(query)]
     skip = 0 if search.keyset_applies(query) else query.offset
     order = search.order_by(query)
+    columns = _CARD_COLUMNS if cards else _SELECT_COLUMNS
+    if skip == 0 and search.index_ordered(query):
+        # The index's own order, cut at the page: only the page's rows are read (a deferred join would look
+        # each id up again and sort them: 180 → 100 µs for the 20 cheapest of a 2,000-vehicle rooftop).
+        page = sa.select(*columns).where(*where).order_by(*order).limit(query.limit)
+        return page, _count(where, skip, query)
     ids = sa.select(_V.id).where(*where).order_by(*order).offset(skip).limit(query.limit).correlate(None)
-    page = sa.select(*(_CARD_COLUMNS if cards else _SELECT_COLUMNS)).where(_V.id.in_(ids)).order_by(*order)
+    page = sa.select(*columns).where(_V.id.in_(ids)).order_by(*order)
+    return page, _count(where, skip, query)
+
+
+def _count(where: list[sa.ColumnElement[bool]], skip: int, query: InventoryQuery) -> sa.Select[Any]:
+    """At most :func:`count_cap` plus one matches from the page's start, counted."""
     counted: sa.Select[Any] = sa.select(sa.literal_column("1")).select_from(vehicles).where(*where).offset(skip)
-    count = sa.select(sa.func.count()).select_from(counted.limit(count_cap(query) + 1).subquery())
-    return page, count
+    return sa.select(sa.func.count()).select_from(counted.limit(count_cap(query) + 1).subquery())
 
 
 class SqlInventoryRepository:

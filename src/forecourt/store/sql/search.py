@@ -194,6 +194,23 @@ def keyset_applies(query: InventoryQuery) -> bool:
     return len(after) == 2 and type(after[0]) is int and isinstance(after[1], str)
 
 
+_UNFILTERED = InventoryFilters()
+
+
+def index_ordered(query: InventoryQuery) -> bool:
+    """Whether one index yields ``query``'s matches in its order: a sort with a ``(dealership_id, field, id,
+    status)`` index (price, year, mileage; id when unsorted) and no filter but the status, which that index holds.
+
+    Such a page reads its rows straight from the index's order, only as many as it shows.
+    """
+    if query.sort is not None and query.sort not in _KEYSET:
+        return False
+    filters = query.filters
+    return filters == _UNFILTERED or filters == InventoryFilters(
+        status=filters.status, include_unavailable=filters.include_unavailable
+    )
+
+
 def after_conditions(query: InventoryQuery) -> list[sa.ColumnElement[bool]]:
     """The WHERE clause of a keyset page: after the key in the sort's order; none without a key."""
     if not keyset_applies(query) or query.after is None:
