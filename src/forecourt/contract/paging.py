@@ -23,9 +23,14 @@ from forecourt.settings import Settings
 _PAGING_KEYS = frozenset({"cursor", "limit", "offset", "dealership_id", "view"})  # view: how items are shown
 
 
+@caching.memo("contract.paging.cursor_codecs", 4)
+def _codec(secret: bytes) -> CursorCodec:
+    return CursorCodec(secret)  # its HMAC key is set up once, then copied per cursor
+
+
 def cursor_codec(settings: Settings) -> CursorCodec:
     """The codec every replica shares, keyed by ``settings.cursor_secret``."""
-    return CursorCodec(settings.cursor_secret.get_secret_value().encode())
+    return _codec(settings.cursor_secret.get_secret_value().encode())
 
 
 def _normalise(value: Any) -> Any:

@@ -37,8 +37,13 @@ class CursorCodec:
     """Encodes and verifies cursors with one secret (shared by every replica)."""
 
     def __init__(self, secret: bytes, ttl_s: int = _TTL_S) -> None:
-        self._secret = secret
+        self._keyed = hmac.new(secret, digestmod=hashlib.sha256)  # copied per cursor: the key is set up once
         self._ttl_s = ttl_s
+
+    def _sign(self, body: bytes) -> bytes:
+        mac = self._keyed.copy()
+        mac.update(body)
+        return mac.digest()[:16]
 
     def encode(
         self, offset: int, fingerprint: str, *, now: float | None = None, key: Sequence[int | str] | None = None
@@ -49,7 +54,7 @@ class CursorCodec:
         if key is not None:
             fields["k"] = list(key)
         body = orjson.dumps(fields)
-        sig = hmac.digest(self._secret, body, "sha256")[:16]
+        sig = self._sign(body)
         return base64.urlsafe_b64encode(body + sig).decode().rstrip("=")
 
     def decode(self, cursor: str, fingerprint: str, *, now: float | None = None) -> int:
@@ -65,7 +70,7 @@ class CursorCodec:
         except (ValueError, TypeError) as exc:
             raise InvalidCursor() from exc
         body, sig = raw[:-16], raw[-16:]
-        expected = hmac.digest(self._secret, body, "sha256")[:16]
+        expected = self._sign(body)
         if len(raw) <= 16 or not hmac.compare_digest(sig, expected):
             raise InvalidCursor()
         try:
