@@ -56,7 +56,8 @@ def call_record(
     redact_keys = PII_KEYS | extra if extra else PII_KEYS
     payload: dict[str, Any] = dict(inv.payload) if action else {}
     form = payload_form if payload_form is not None and action else frozen(payload)
-    return AuditRecord(
+    # Every value is the pipeline's own, of the field's type: built without validating it again.
+    return AuditRecord.model_construct(
         id=record_id,
         company_id=company_id,
         dealership_id=dealership_id,

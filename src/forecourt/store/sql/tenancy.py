@@ -38,6 +38,10 @@ _POLICY_JSON = (
 _KEY_JSON = ("scopes", "dealership_ids")
 
 
+_DEALERSHIP_BY_ID = sa.select(dealerships).where(dealerships.c.id == sa.bindparam("id"))
+"""Built once: every call's tenancy check re-reads its dealership after the cache's few seconds."""
+
+
 def _dealership(row: sa.Row[object]) -> Dealership:
     return Dealership.model_validate(row_dict(row, exclude=("domain_l",)))
 
@@ -74,8 +78,7 @@ class SqlTenancyRepository:
 
     async def get_dealership(self, dealership_id: str) -> Dealership | None:
         """A dealership by id."""
-        stmt = sa.select(dealerships).where(dealerships.c.id == dealership_id)
-        row = (await self._ctx.conn.execute(stmt)).first()
+        row = (await self._ctx.conn.execute(_DEALERSHIP_BY_ID, {"id": dealership_id})).first()
         return _dealership(row) if row else None
 
     async def get_dealership_by_domain(self, domain: str) -> Dealership | None:
