@@ -92,6 +92,37 @@ def test_tools_list_prints_the_members_listing_without_importing_the_mcp_server_
     assert sorted(loaded.intersection(MCP_SERVER_STACK)) == []
 
 
+def test_a_command_named_on_the_command_line_is_built_alone_and_answers_as_the_whole_tree_does() -> None:
+    from typer.testing import CliRunner
+
+    from forecourt.cli.main import app
+
+    trimmed = app.only(["-v", "keys", "list", "--company", "x"])
+    assert trimmed is not None
+    assert [g.name for g in trimmed.registered_groups] == ["keys"]
+    assert trimmed.registered_commands == []
+    serve = app.only(["serve", "--help"])
+    assert serve is not None
+    assert [c.callback.__name__ for c in serve.registered_commands if c.callback] == ["serve"]
+    for whole_tree in (["--help"], [], ["nope"], ["--verbose"], ["--version"], ["-x", "keys"]):
+        assert app.only(whole_tree) is None
+    runner = CliRunner()
+    for argv in (
+        ["keys"],
+        ["keys", "--help"],
+        ["keys", "list"],
+        ["keys", "lst"],
+        ["-v", "keys", "list", "--help"],
+        ["members", "list", "--company"],
+        ["tools", "list", "--help"],
+        ["db", "--help"],
+        ["export-tenants", "--help"],
+        ["adapters", "serve", "--help"],
+    ):
+        alone, whole = runner.invoke(app.only(argv) or app, argv), runner.invoke(app, argv)
+        assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output), argv
+
+
 def _migrated(tmp_path: Path) -> str:
     from forecourt.store import upgrade_async
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+import os
+import sys
 from pathlib import Path
+from typing import Any
 
 import typer
+import typer.main
 
 from forecourt.cli import aap, admin, data, leads, tenants
 from forecourt.cli import adapters as adapters_cli
@@ -17,7 +22,51 @@ from forecourt.cli.knowledge import knowledge_app, queries_app
 from forecourt.cli.tools import tools_app
 from forecourt.cli.upstreams import upstreams_app
 
-app = typer.Typer(name="forecourt", help="Car dealerships on the agent web.", no_args_is_help=True)
+
+class ForecourtApp(typer.Typer):
+    """The ``forecourt`` command: run from a shell, it builds the command group it is asked for, not all of them.
+
+    Typer turns every command's signature into a click command before it parses anything: for all ~80 commands
+    that took ~60-80 ms of every one-shot command's CPU. ``forecourt keys list ...`` builds the ``keys`` group
+    alone, with the same top-level options and callback, so what it parses, prints and refuses is unchanged.
+    The whole tree is built for anything else (``--help``, no command, an unknown one, shell completion), and by
+    typer's test runner, which builds its own (``typer.main.get_command``).
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        argv = kwargs.get("args", args[0] if args else None)
+        only = self.only(sys.argv[1:] if argv is None else list(argv))
+        return typer.Typer.__call__(only or self, *args, **kwargs)
+
+    def only(self, argv: list[str]) -> typer.Typer | None:
+        """This app with only the top-level command or group ``argv`` names, or None to build them all."""
+        if any(k.startswith("_") and k.endswith("_COMPLETE") for k in os.environ):  # shell completion
+            return None
+        position = 0
+        while position < len(argv) and argv[position] in _TOP_LEVEL_FLAGS:
+            position += 1
+        if position == len(argv) or argv[position].startswith("-"):
+            return None
+        name = argv[position]
+        groups = [g for g in self.registered_groups if typer.main.solve_typer_info_defaults(g).name == name]
+        commands = [c for c in self.registered_commands if _command_name(c) == name]
+        if len(groups) + len(commands) != 1:
+            return None
+        trimmed = copy.copy(self)
+        trimmed.registered_groups = groups
+        trimmed.registered_commands = commands
+        return trimmed
+
+
+_TOP_LEVEL_FLAGS = frozenset({"-v", "--verbose"})
+"""Options of ``forecourt`` itself that may come before the command (the others print something and exit)."""
+
+
+def _command_name(command: Any) -> str:
+    return str(command.name or typer.main.get_command_name(command.callback.__name__))
+
+
+app = ForecourtApp(name="forecourt", help="Car dealerships on the agent web.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(inventory_cli.inventory_app, name="inventory")
