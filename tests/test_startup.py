@@ -67,11 +67,14 @@ def test_a_one_shot_command_runs_through_the_gateway_without_importing_optional_
     assert sorted(loaded.intersection(OPTIONAL_HEAVY)) == []
 
 
-MCP_SERVER_STACK = ("mcp", "starlette", "sse_starlette", "httpx", "anyio")
-"""What serving MCP needs and printing a member's tool listing does not."""
+MCP_SERVER_STACK = ("mcp", "mcp_types", "starlette", "sse_starlette", "httpx", "anyio")
+"""What serving MCP needs and printing a member's tool listing does not (the protocol's types included: the
+listing names the tools without building their definitions)."""
 
 
-def test_tools_list_prints_the_members_listing_without_importing_the_mcp_server_stack(tmp_path: Path) -> None:
+def test_tools_list_prints_the_members_listing_without_importing_the_mcp_server_stack_or_its_types(
+    tmp_path: Path,
+) -> None:
     env = _env(tmp_path / "startup.db")
     for prepare in (["db", "upgrade"], ["demo", "--vehicles", "1"]):
         subprocess.run([str(FORECOURT), *prepare], env=env, check=True, capture_output=True, timeout=300)
@@ -90,6 +93,11 @@ def test_tools_list_prints_the_members_listing_without_importing_the_mcp_server_
     assert {"inventory.search", "leads.create"} <= set(listing["tools"])
     loaded = set(done.stderr.rsplit("MODULES ", 1)[1].split())
     assert sorted(loaded.intersection(MCP_SERVER_STACK)) == []
+    # The names are those of the tool definitions themselves, in the same order (--tokens builds and measures them).
+    measured = subprocess.run(
+        [str(FORECOURT), *command, "--tokens"], env=env, capture_output=True, text=True, timeout=120, check=True
+    )
+    assert [tool["name"] for tool in json.loads(measured.stdout)["per_tool"]] == listing["tools"]
 
 
 def test_a_command_named_on_the_command_line_is_built_alone_and_answers_as_the_whole_tree_does() -> None:

@@ -35,25 +35,28 @@ async def member_tools(settings: Settings, company: str, member: str, names: str
     from forecourt.gateway.base import Credentials
     from forecourt.surfaces.mcp.caller import Caller
     from forecourt.surfaces.mcp.listing import ToolListing
-    from forecourt.surfaces.mcp.tokens import measure
 
     async with services_for(settings) as services:
         principal = await configured_member(services.store, f"{company}/{member}")
         if services.upstreams is not None:
             await connect_upstreams(services.upstreams, company)
-        # The MCP surface's own listing, without the SDK's server: the command serves nothing.
+        # The MCP surface's own listing, without the SDK's server: the command serves nothing. Names alone need no
+        # tool definitions (nor the protocol's types); measuring them does.
         listing = ToolListing(services.gateway, settings)
-        tools = await listing.listed_tools(Caller(principal, Credentials(), "mcp", names=names))
+        caller = Caller(principal, Credentials(), "mcp", names=names)
+        if tokens:
+            from forecourt.surfaces.mcp.tokens import measure
+
+            listed: dict[str, Any] = measure(await listing.listed_tools(caller))
+        else:
+            listed = {"tools": await listing.listed_names(caller)}
         policies = await services.gateway.tenancy.policies(company)
     toolset = principal.member.toolset if principal.member is not None else None
     result: dict[str, Any] = {"member": f"{company}/{member}", "toolset": toolset or "(all)"}
     restricting = {p.id: list(p.toolsets) for p in policies if p.toolsets}
     if restricting:  # what the company's policies offer; the member's own toolset narrows it (docs/mcp.md)
         result["policy_toolsets"] = restricting
-    if tokens:
-        result.update(measure(tools))
-    else:
-        result["tools"] = [t.name for t in tools]
+    result.update(listed)
     return result
 
 

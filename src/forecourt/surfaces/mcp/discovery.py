@@ -14,34 +14,50 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from functools import cache
+from typing import TYPE_CHECKING
 
-import mcp_types as types
+if TYPE_CHECKING:
+    import mcp_types as types
 
 FIND_TOOLS = "find_tools"
 MAX_KEYS = 10_000
 MAX_LOADED = 50
 _WORD = re.compile(r"[a-z0-9]+")
 
-FIND_TOOLS_TOOL = types.Tool(
-    name=FIND_TOOLS,
-    title="Find tools",
-    description=(
-        "Search the tools available to you that are not listed yet, by what you want to do. Returns the best "
-        "matching tool definitions; with load=true they are added to your tool list (you are notified that the "
-        'list changed). Use it when no listed tool fits. Example: {"query": "create a github issue", "load": true}'
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": 200, "description": "What you want to do."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
-            "load": {"type": "boolean", "default": False, "description": "Add the matches to your tool list."},
+
+@cache
+def find_tools_tool() -> types.Tool:
+    """The ``find_tools`` tool definition (built on first use: a listing of tool names needs no MCP types)."""
+    import mcp_types as types
+
+    return types.Tool(
+        name=FIND_TOOLS,
+        title="Find tools",
+        description=(
+            "Search the tools available to you that are not listed yet, by what you want to do. Returns the best "
+            "matching tool definitions; with load=true they are added to your tool list (you are notified that the "
+            'list changed). Use it when no listed tool fits. Example: {"query": "create a github issue", "load": true}'
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "maxLength": 200, "description": "What you want to do."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
+                "load": {"type": "boolean", "default": False, "description": "Add the matches to your tool list."},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
         },
-        "required": ["query"],
-        "additionalProperties": False,
-    },
-    annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
-)
+        annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+    )
+
+
+def __getattr__(name: str) -> types.Tool:
+    """``FIND_TOOLS_TOOL``: :func:`find_tools_tool`, for the code that names the constant."""
+    if name == "FIND_TOOLS_TOOL":
+        return find_tools_tool()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _words(text: str) -> set[str]:

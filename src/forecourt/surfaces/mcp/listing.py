@@ -2,23 +2,24 @@
 
 :class:`~forecourt.surfaces.mcp.server.McpSurface` answers ``tools/list`` and ``find_tools`` with it, and
 ``forecourt tools list`` runs it on its own: a one-shot command prints a member's listing without importing the
-SDK's server and transports (about a third of a second of CPU).
+SDK's server and transports (about a third of a second of CPU), and names it without the protocol's types
+(:meth:`ToolListing.listed_names`: ``mcp_types``, ~0.1 s, only once a definition is needed).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import mcp_types as types
-
 from forecourt.actions.toolsets import NameMode, budgeted, name_mode, offered, upstreams_fit
 from forecourt.contract import Action
 from forecourt.surfaces.mcp.caller import Caller
-from forecourt.surfaces.mcp.discovery import FIND_TOOLS_TOOL, LoadedTools
+from forecourt.surfaces.mcp.discovery import FIND_TOOLS, LoadedTools, find_tools_tool
 from forecourt.surfaces.mcp.tokens import list_json
 from forecourt.surfaces.mcp.tools import ToolSet, exposed
 
 if TYPE_CHECKING:
+    import mcp_types as types
+
     from forecourt.gateway.pipeline import Gateway
     from forecourt.settings import Settings
 
@@ -75,13 +76,28 @@ class ToolListing:
         Big: more tools than the threshold, or, for a role toolset, upstream tools that would take the listing past
         the tool budget (``actions/toolsets.py``: 8,000 tokens, upstream tools included).
         """
-        offered, bound = await self.offer(caller)
+        shown, find_tools = await self.listed_actions(caller)
+        tools = self.toolset.tools(shown, self.name_mode(caller))
+        return [*tools, find_tools_tool()] if find_tools else tools
+
+    async def listed_names(self, caller: Caller) -> list[str]:
+        """The names of :meth:`listed_tools`, in its order, built without the tool definitions where it can."""
+        shown, find_tools = await self.listed_actions(caller)
         mode = self.name_mode(caller)
+        names = sorted(self.toolset.name_of(a, mode) for a in shown if exposed(a))
+        return [*names, FIND_TOOLS] if find_tools else names
+
+    async def listed_actions(self, caller: Caller) -> tuple[list[Action], bool]:
+        """The actions :meth:`listed_tools` shows ``caller``, and whether ``find_tools`` follows them.
+
+        The tool definitions are built only where the budget of a role toolset with upstream tools is weighed.
+        """
+        offered, bound = await self.offer(caller)
         if len(offered) <= self.settings.mcp_tool_search_threshold:
-            tools = self.toolset.tools(offered, mode)
             upstream = any(a.owner_company_id is not None for a in offered)
-            if not (bound and upstream) or upstreams_fit(len(list_json(tools).encode())):
-                return tools
+            if not (bound and upstream):
+                return offered, False
+            if upstreams_fit(len(list_json(self.toolset.tools(offered, self.name_mode(caller))).encode())):
+                return offered, False
         loaded = self.loaded.get(self.load_key(caller))
-        core = [a for a in offered if a.owner_company_id is None or a.name in loaded]
-        return [*self.toolset.tools(core, mode), FIND_TOOLS_TOOL]
+        return [a for a in offered if a.owner_company_id is None or a.name in loaded], True

@@ -20,11 +20,12 @@ import importlib.util
 import json
 import struct
 from pathlib import Path
-from typing import Any
-
-import mcp_types as types
+from typing import TYPE_CHECKING, Any
 
 from forecourt import caching
+
+if TYPE_CHECKING:
+    import mcp_types as types
 
 ENCODINGS = ("cl100k_base", "o200k_base")
 """The encodings every measurement reports, in this order."""

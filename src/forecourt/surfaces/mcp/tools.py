@@ -22,7 +22,6 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-import mcp_types as types
 import orjson
 
 from forecourt import caching
@@ -32,7 +31,8 @@ from forecourt.errors import ForecourtError, ResultTooLarge, UnknownAction
 from forecourt.surfaces.mcp import schemas, views
 from forecourt.surfaces.mcp.uris import item_uri
 
-if TYPE_CHECKING:  # the SDK is imported where an error is built: a listing of tools needs none of it
+if TYPE_CHECKING:  # the SDK and its types are imported where they are built: a listing of names needs neither
+    import mcp_types as types
     from mcp import MCPError
 
 AAP_PREFIX = "aap."
@@ -54,6 +54,7 @@ def unknown_tool(name: str) -> MCPError:
     shown = name if _SHOWN_TOOL_NAME.fullmatch(name) else None
     message = f"Unknown tool: {shown}." if shown else "Unknown tool."
     error = UnknownAction(message, details={"tool": shown} if shown else {})
+    import mcp_types as types
     from mcp import MCPError
 
     return MCPError(types.INVALID_PARAMS, message, error.to_dict())
@@ -106,6 +107,8 @@ def describe(action: Action) -> str:
 
 def annotations_for(action: Action) -> types.ToolAnnotations:
     """MCP behaviour hints for ``action``."""
+    import mcp_types as types
+
     return types.ToolAnnotations(
         read_only_hint=not action.side_effect,
         destructive_hint=action.destructive if action.side_effect else False,
@@ -179,6 +182,8 @@ class ToolSet:
         cached = self._tools.get((action.name, mode))
         if cached is not None and cached[0] is action:
             return cached[1]
+        import mcp_types as types
+
         tool = types.Tool(
             name=self.name_of(action, mode),
             title=action.title,
@@ -276,6 +281,8 @@ def error_wire(exc: ForecourtError) -> dict[str, Any]:
 
 def error_result(exc: ForecourtError) -> types.CallToolResult:
     """:func:`error_wire` as the SDK's result model."""
+    import mcp_types as types
+
     return types.CallToolResult.model_validate(error_wire(exc))
 
 
