@@ -100,6 +100,41 @@ def test_tools_list_prints_the_members_listing_without_importing_the_mcp_server_
     assert [tool["name"] for tool in json.loads(measured.stdout)["per_tool"]] == listing["tools"]
 
 
+_IMPORT_AND_COUNT_COLLECTIONS = """
+import gc, sys
+gc.collect()  # (the interpreter's own start-up counts towards the first collection)
+if sys.argv[1] == "off":
+    gc.disable()
+starts = []
+gc.callbacks.append(lambda phase, info: starts.append(info["generation"]) if phase == "start" else None)
+import forecourt.cli.main
+print(len(starts), gc.isenabled(), gc.get_freeze_count())
+"""
+
+
+@pytest.mark.parametrize(("collector", "enabled_after"), [("on", True), ("off", False)])
+def test_loading_the_cli_sets_off_no_collection_and_leaves_the_collector_as_it_found_it(
+    tmp_path: Path, collector: str, enabled_after: bool
+) -> None:
+    # From compiled bytecode, as an installed Forecourt runs (the first run writes it, the second is counted).
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORECOURT_", "PYTHONDONTWRITEBYTECODE"))}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", _IMPORT_AND_COUNT_COLLECTIONS, collector],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+    collections, enabled, frozen = done.stdout.split()
+    assert int(collections) == 0
+    assert enabled == str(enabled_after)
+    assert int(frozen) == 0  # what loading built is in the oldest generation, not frozen
+
+
 def test_a_command_named_on_the_command_line_is_built_alone_and_answers_as_the_whole_tree_does() -> None:
     from typer.testing import CliRunner
 
