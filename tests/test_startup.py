@@ -31,9 +31,19 @@ try:
     runpy.run_module("forecourt.cli.main", run_name="__main__")
 except SystemExit as exc:
     code = exc.code
-print("MODULES " + " ".join(sorted({m.split(".")[0] for m in sys.modules})), file=sys.stderr)
+print("MODULES " + " ".join(sorted(sys.modules)), file=sys.stderr)
 sys.exit(code)
 """
+
+
+TENANT_CHANGES = ("forecourt.actions.tenants_apply", "forecourt.domain.tenants_file")
+"""What applies and validates changes to tenants (tenants files, members, rooftops): not what reads them."""
+
+
+def _loaded(stderr: str, *, packages: bool = True) -> set[str]:
+    """The modules a child printed (``_RUN_AND_LIST_MODULES``): top-level packages, or every module."""
+    names = stderr.rsplit("MODULES ", 1)[1].split()
+    return {n.split(".")[0] for n in names} if packages else set(names)
 
 
 def _env(db: Path) -> dict[str, str]:
@@ -62,9 +72,10 @@ def test_a_one_shot_command_runs_through_the_gateway_without_importing_optional_
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"items": []}
-    loaded = set(done.stderr.rsplit("MODULES ", 1)[1].split())
+    loaded = _loaded(done.stderr)
     assert "forecourt" in loaded
     assert sorted(loaded.intersection(OPTIONAL_HEAVY)) == []
+    assert sorted(_loaded(done.stderr, packages=False).intersection(TENANT_CHANGES)) == []
 
 
 MCP_SERVER_STACK = ("mcp", "mcp_types", "starlette", "sse_starlette", "httpx", "anyio")
@@ -91,8 +102,7 @@ def test_tools_list_prints_the_members_listing_without_importing_the_mcp_server_
     listing = json.loads(done.stdout)
     assert listing["toolset"] == "crm"
     assert {"inventory.search", "leads.create"} <= set(listing["tools"])
-    loaded = set(done.stderr.rsplit("MODULES ", 1)[1].split())
-    assert sorted(loaded.intersection(MCP_SERVER_STACK)) == []
+    assert sorted(_loaded(done.stderr).intersection(MCP_SERVER_STACK)) == []
     # The names are those of the tool definitions themselves, in the same order (--tokens builds and measures them).
     measured = subprocess.run(
         [str(FORECOURT), *command, "--tokens"], env=env, capture_output=True, text=True, timeout=120, check=True

@@ -15,20 +15,7 @@ from pydantic import ValidationError
 
 from forecourt.actions.admin_operator import NOT_TENANCY, OPERATOR_ACTIONS, OPERATOR_HANDLERS
 from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionContext
-from forecourt.actions.tenants_apply import apply_tenants, export_profile
 from forecourt.domain.tenancy import Company, Dealership, Member, Profile
-from forecourt.domain.tenants_file import (
-    MemberSpec,
-    Problem,
-    RooftopSpec,
-    dealership_of,
-    dump_tenants,
-    member_of,
-    member_spec_of,
-    rooftop_spec_of,
-    value_rule,
-    yaml_path,
-)
 from forecourt.errors import (
     AlreadyExists,
     CompanyNotFound,
@@ -173,6 +160,8 @@ def missing_company(company_id: str) -> CompanyNotFound:
 
 
 def _problems(exc: ValidationError, prefix: str) -> InvalidParams:
+    from forecourt.domain.tenants_file import Problem, value_rule, yaml_path  # (tenants files: see _rooftop_from)
+
     errors = [
         Problem(yaml_path((prefix, *e["loc"])), e["msg"], value_rule(e["type"])).as_dict()
         for e in exc.errors(include_url=False)
@@ -200,6 +189,9 @@ def _company_of(data: Mapping[str, Any]) -> Company:
 
 
 def _rooftop_from(company_id: str, data: Mapping[str, Any]) -> Dealership:
+    # The tenants-file models load with the first change to tenants: a command that changes none never needs them.
+    from forecourt.domain.tenants_file import RooftopSpec, dealership_of
+
     try:
         spec = RooftopSpec.model_validate(dict(data))
     except ValidationError as exc:
@@ -208,6 +200,8 @@ def _rooftop_from(company_id: str, data: Mapping[str, Any]) -> Dealership:
 
 
 def _member_from(profile_id: str, company_id: str, data: Mapping[str, Any]) -> Member:
+    from forecourt.domain.tenants_file import MemberSpec, member_of
+
     try:
         spec = MemberSpec.model_validate(dict(data))
     except ValidationError as exc:
@@ -356,6 +350,8 @@ class TenantsAdapter:
                     f"dealership {dealership_id} of company {company_id} does not exist; create it with "
                     f"`forecourt dealerships create {dealership_id} --company {company_id}`"
                 )
+            from forecourt.domain.tenants_file import rooftop_spec_of
+
             merged = {**rooftop_spec_of(current).model_dump(), **dict(payload["changes"]), "id": dealership_id}
             dealership = _rooftop_from(company_id, merged)
             await refuse_unsafe_records([dealership], allow_private=ctx.settings.allow_private_targets)
@@ -383,6 +379,8 @@ class TenantsAdapter:
                     f"member {member_id} of company {company_id} does not exist; create it with "
                     f"`forecourt members create {member_id} --company {company_id}`"
                 )
+            from forecourt.domain.tenants_file import member_spec_of
+
             merged = {**member_spec_of(current).model_dump(), **dict(payload["changes"]), "id": member_id}
             member = _member_from(company.profile_id, company_id, merged)
             await _check_grants(uow, member)
@@ -392,6 +390,8 @@ class TenantsAdapter:
     # ------------------------------------------------------------------ tenants files
 
     async def _apply(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> Any:
+        from forecourt.actions.tenants_apply import apply_tenants
+
         dry_run = bool(payload.get("dry_run", False))
         async with ctx.store.transaction() as uow:
             plan = await apply_tenants(
@@ -410,6 +410,9 @@ class TenantsAdapter:
         }
 
     async def _export(self, payload: Mapping[str, Any], ctx: ExecutionContext) -> Any:
+        from forecourt.actions.tenants_apply import export_profile
+        from forecourt.domain.tenants_file import dump_tenants
+
         profile_id = payload.get("profile_id")
         async with ctx.store.read() as uow:
             doc = await export_profile(uow, str(profile_id) if profile_id else None)
