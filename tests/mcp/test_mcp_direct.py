@@ -172,3 +172,25 @@ async def test_every_handshake_era_version_gets_the_same_answer_from_both_paths(
         slow = await _post(hc, live.url, _body("inventory.search", arguments, modern=False, progress=True), headers)
     assert live.surface_direct.answered == before + 1
     assert _stable(_message(fast)) == _stable(_message(slow))
+
+
+class _Surface:
+    server_info = {"name": "forecourt", "version": "test"}
+
+
+async def _unused_app(scope: Any, receive: Any, send: Any) -> None:
+    raise AssertionError("not reached")
+
+
+def test_a_modern_direct_answer_keeps_the_results_own_meta_beside_the_server_info_stamp() -> None:
+    from forecourt.surfaces.mcp.direct import DirectCalls
+
+    direct = DirectCalls(_unused_app, _Surface(), max_body_bytes=1024)  # type: ignore[arg-type]
+    marked = {"content": [], "isError": False, "_meta": {"forecourt/provenance": {"sources": ["upstream"]}}}
+    answer = json.loads(direct._encode_result(marked, modern=True))
+    assert answer["_meta"] == {
+        "forecourt/provenance": {"sources": ["upstream"]},
+        "io.modelcontextprotocol/serverInfo": _Surface.server_info,
+    }
+    assert answer["resultType"] == "complete"
+    assert "_meta" not in json.loads(direct._encode_result({"content": [], "isError": False}, modern=False))

@@ -50,6 +50,7 @@ logger = logging.getLogger(__name__)
 
 _INTERNAL_ERROR = -32603
 _PROGRESS_KEY = "progressToken"
+_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
@@ -172,6 +173,7 @@ class DirectCalls:
                 modern=call.modern,
                 request_id=str(call.request_id),
                 traceparent=call.traceparent,
+                encoded=True,  # orjson writes the pre-encoded structuredContent as it is
             )
         except Exception:  # top of the surface: nothing internal reaches the client
             logger.exception("unhandled error in MCP tools/call")
@@ -188,8 +190,10 @@ class DirectCalls:
 
     def _encode_result(self, result: dict[str, Any], modern: bool) -> bytes:
         """A tool result's JSON with the envelope the 2026-07-28 era adds (``result`` itself is left as it is)."""
-        if modern:
-            meta = {"io.modelcontextprotocol/serverInfo": self.surface.server_info}
+        if modern:  # the SDK's stamp: added to the result's own _meta (a third-party text mark stays beside it)
+            meta = result.get("_meta")
+            if meta is None or (isinstance(meta, dict) and meta.get(_SERVER_INFO) is None):
+                meta = {**(meta or {}), _SERVER_INFO: self.surface.server_info}
             result = {**result, "resultType": "complete", "_meta": meta}
         return _json_bytes(result)
 

@@ -378,10 +378,12 @@ class McpSurface:
         modern: bool,
         request_id: str | None,
         traceparent: str | None,
+        encoded: bool = False,
     ) -> dict[str, Any]:
         """One call of a local tool, as its ``CallToolResult`` in wire form (failures are tool errors).
 
-        The one home of a tool call's answer: the SDK's handler above and the direct path (:mod:`.direct`).
+        The one home of a tool call's answer: the SDK's handler above and the direct path (:mod:`.direct`), which
+        takes ``structuredContent`` already encoded (``encoded``, see :func:`success_result`).
         """
         arguments, view = self.toolset.prepare(action, arguments)
 
@@ -390,9 +392,13 @@ class McpSurface:
 
         try:
             outcome = await invoke(arguments)
-            result = success_result(action, outcome.output, max_bytes=self.max_result_bytes, view=view, modern=modern)
+            result = success_result(
+                action, outcome.output, max_bytes=self.max_result_bytes, view=view, modern=modern, encoded=encoded
+            )
             if result is None:
-                result = await self._fit(invoke, action, arguments, outcome.output, view=view, modern=modern)
+                result = await self._fit(
+                    invoke, action, arguments, outcome.output, view=view, modern=modern, encoded=encoded
+                )
         except ForecourtError as exc:
             return error_wire(exc)
         return mcp_result(result, outcome)  # third-party text is marked (surfaces/marks.py)
@@ -406,6 +412,7 @@ class McpSurface:
         *,
         view: str,
         modern: bool,
+        encoded: bool = False,
     ) -> dict[str, Any]:
         """A result over budget: the first page that fits (asked again with a smaller limit), or a summary."""
         shaped = views.compact(action.name, output) if view == "compact" else output
@@ -415,7 +422,7 @@ class McpSurface:
             if 0 < fits < len(shaped["items"]):
                 smaller = await invoke({**arguments, "limit": fits})
                 result = success_result(
-                    action, smaller.output, max_bytes=self.max_result_bytes, view=view, modern=modern
+                    action, smaller.output, max_bytes=self.max_result_bytes, view=view, modern=modern, encoded=encoded
                 )
                 if result is not None:
                     return result

@@ -215,21 +215,44 @@ def dumps(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def wire_json(value: Any) -> bytes | None:
+    """``value`` as the JSON a response carries (as :mod:`.direct` encodes it); ``None`` where orjson refuses it."""
+    try:
+        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        return None
+
+
 def success_result(
-    action: Action, output: Any, *, max_bytes: int, view: str = "compact", modern: bool = False
+    action: Action,
+    output: Any,
+    *,
+    max_bytes: int,
+    view: str = "compact",
+    modern: bool = False,
+    encoded: bool = False,
 ) -> dict[str, Any] | None:
     """The tool result (wire form) for an action's output, or ``None`` when it is over ``max_bytes``.
 
     ``structuredContent`` whenever the output is an object (any JSON value in the 2026-07-28 era); the text is
     a one-line summary, followed in the 2025-11-25 era by the serialized JSON (see :mod:`.views`). Both the
     SDK's handler and the direct path (:mod:`.direct`) answer with this one shape.
+
+    ``encoded``: for an encoder that takes ``orjson.Fragment`` (the direct path), a 2026-07-28 result's
+    ``structuredContent`` comes already encoded, by the same encoding that measured it against ``max_bytes``:
+    the output is serialized once per call, not twice.
     """
     shaped = views.compact(action.name, output) if view == "compact" else output
+    structured = shaped if isinstance(shaped, dict) or (modern and shaped is not None) else None
+    if encoded and modern and structured is not None and (raw := wire_json(shaped)) is not None:
+        if (len(raw) if raw.isascii() else len(raw.decode())) > max_bytes:
+            return None
+        summary = {"type": "text", "text": views.summary(action.name, shaped)}
+        return {"content": [summary], "isError": False, "structuredContent": orjson.Fragment(raw)}
     text = dumps(shaped)
     if len(text) > max_bytes:
         return None
     content: list[dict[str, Any]] = [{"type": "text", "text": views.summary(action.name, shaped)}]
-    structured = shaped if isinstance(shaped, dict) or (modern and shaped is not None) else None
     if not modern or structured is None:
         content.append({"type": "text", "text": text})
     result: dict[str, Any] = {"content": content, "isError": False}
