@@ -15,10 +15,15 @@ installed Forecourt runs from compiled bytecode, and without the cache every run
 Prints one JSON object per run and a summary (median and min), with the 1-minute load average before and after
 each command's runs: CPU time is the number that holds while the machine is shared; wall time is the user's wait.
 
+``--tree LABEL=SRC`` (twice or more) compares source trees in the same seconds: each tree gets its own database
+and bytecode cache, its children run with ``PYTHONPATH=SRC`` (same venv), and every repetition runs the command
+once per tree, the order reversed at each repetition, so a change in the machine's load falls on all of them.
+
 Examples::
 
     .venv/bin/python bench/startup.py                    # 5 repetitions of each
     .venv/bin/python bench/startup.py --repeat 11 --json-only
+    .venv/bin/python bench/startup.py --tree before=/tmp/before/src --tree after=src --repeat 7
 """
 
 from __future__ import annotations
@@ -50,10 +55,13 @@ EXPECTED_TOOLS = {"inventory.search", "leads.create"}
 TIMEOUT_S = 120.0
 
 
-def _env(db: Path, pycache: Path | None) -> dict[str, str]:
-    """The children's environment: no ``FORECOURT_*`` of ours, the database, and a bytecode cache unless None."""
+def _env(db: Path, pycache: Path | None, source: str | None = None) -> dict[str, str]:
+    """The children's environment: no ``FORECOURT_*`` of ours, the database, a bytecode cache unless None, and
+    ``PYTHONPATH`` when running another source tree."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FORECOURT_")}
     env["FORECOURT_DATABASE_URL"] = f"sqlite+aiosqlite:///{db}"
+    if source is not None:
+        env["PYTHONPATH"] = str(Path(source).resolve())
     if pycache is None:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.pop("PYTHONPYCACHEPREFIX", None)
@@ -183,13 +191,33 @@ def _stdio(forecourt: str, env: dict[str, str], stderr_path: Path) -> dict[str, 
     }
 
 
-def prepare(forecourt: str, folder: Path, vehicles: int = 60, *, bytecode: bool = True) -> tuple[dict[str, str], str]:
+def prepare(
+    forecourt: str, folder: Path, vehicles: int = 60, *, bytecode: bool = True, source: str | None = None
+) -> tuple[dict[str, str], str]:
     """A fresh database with the demo tenants, and an API key of the crm agent for stdio."""
-    env = _env(folder / "startup.db", folder / "pycache" if bytecode else None)
+    env = _env(folder / "startup.db", folder / "pycache" if bytecode else None, source)
     _run(forecourt, ["db", "upgrade"], env)
     _run(forecourt, ["demo", "--vehicles", str(vehicles)], env)
     _, _, out = _run(forecourt, ONE_SHOT["keys create"], env)
     return env, str(json.loads(out)["key"])
+
+
+def _tree(spec: str) -> tuple[str, str]:
+    """``LABEL=SRC`` as ``(label, src)``; the source folder must hold the ``forecourt`` package."""
+    label, sep, source = spec.partition("=")
+    if not sep or not label or not (Path(source) / "forecourt" / "__init__.py").is_file():
+        raise SystemExit(f"--tree wants LABEL=SRC, SRC a folder holding the forecourt package (got {spec!r})")
+    return label, source
+
+
+def _shown(row: dict[str, Any], label: str | None) -> dict[str, Any]:
+    shown = {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}
+    return {**shown, "tree": label} if label else shown
+
+
+def _labelled(summary: dict[str, Any], label: str | None, load: float) -> dict[str, Any]:
+    """The summary with its tree (when trees are compared) and the load before and after its runs."""
+    return {**summary, **({"tree": label} if label else {}), "load": [load, _load()]}
 
 
 def _summary(name: str, rows: list[dict[str, Any]], fields: Sequence[str]) -> dict[str, Any]:
@@ -199,6 +227,57 @@ def _summary(name: str, rows: list[dict[str, Any]], fields: Sequence[str]) -> di
         if values:
             summary[field] = {"median": round(statistics.median(values), 3), "min": round(min(values), 3)}
     return summary
+
+
+Prepared = list[tuple[str | None, dict[str, str], str]]
+"""Per tree: its label (None when there is one tree, the environment's), the children's environment, a key."""
+
+
+def _time_one_shot(args: argparse.Namespace, prepared: Prepared, wanted: set[str]) -> list[dict[str, Any]]:
+    summaries: list[dict[str, Any]] = []
+    for name, command in ONE_SHOT.items():
+        if name not in wanted:
+            continue
+        for _, env, _ in prepared:
+            _run(args.forecourt, command, env)  # warm-up, untimed: bytecode cache and page cache
+        load = _load()
+        rows: dict[str | None, list[dict[str, Any]]] = {label: [] for label, _, _ in prepared}
+        for rep in range(args.repeat):
+            for label, env, _ in prepared if rep % 2 == 0 else prepared[::-1]:
+                wall, cpu, _ = _run(args.forecourt, command, env)
+                rows[label].append({"command": name, "wall_s": wall, "cpu_s": cpu})
+                if not args.json_only:
+                    print(json.dumps(_shown(rows[label][-1], label)))
+        summaries += [_labelled(_summary(name, r, ("wall_s", "cpu_s")), label, load) for label, r in rows.items()]
+    return summaries
+
+
+def _time_stdio(args: argparse.Namespace, prepared: Prepared, folder: Path) -> list[dict[str, Any]]:
+    stdio = [(label, {**env, "FORECOURT_MCP_TOKEN": key}, folder / f"{label or 'stdio'}.stderr")
+             for label, env, key in prepared]  # fmt: skip
+    for _, env, stderr in stdio:
+        _stdio(args.forecourt, env, stderr)  # warm-up, untimed
+    load = _load()
+    rows: dict[str | None, list[dict[str, Any]]] = {label: [] for label, _, _ in stdio}
+    for rep in range(args.repeat):
+        for label, env, stderr in stdio if rep % 2 == 0 else stdio[::-1]:
+            rows[label].append({"command": "mcp --stdio", **_stdio(args.forecourt, env, stderr)})
+            if not args.json_only:
+                print(json.dumps(_shown(rows[label][-1], label)))
+    fields = ("initialize_s", "cpu_at_initialize_s", "tools_list_s", "exit_s", "cpu_s")
+    return [_labelled(_summary("mcp --stdio", r, fields), label, load) for label, r in rows.items()]
+
+
+def _report(summaries: list[dict[str, Any]], *, json_only: bool) -> None:
+    if json_only:
+        print(json.dumps(summaries))
+        return
+    print("summary (seconds: median / min; 1-minute load average before → after):")
+    for summary in summaries:
+        cells = [f"{k} {v['median']:.3f} / {v['min']:.3f}" for k, v in summary.items() if isinstance(v, dict)]
+        cells.append("load {} → {}".format(*summary["load"]))
+        tree = f"{summary['tree']:<8} " if "tree" in summary else ""
+        print(f"  {summary['command']:<14} {tree}" + "  ".join(cells))
 
 
 def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -215,47 +294,31 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument(
         "--cold-bytecode", action="store_true", help="no bytecode cache: every run compiles Forecourt's modules"
     )
+    parser.add_argument(
+        "--tree",
+        action="append",
+        metavar="LABEL=SRC",
+        help="a source tree to run (PYTHONPATH=SRC); give two or more to compare them run by run",
+    )
     args = parser.parse_args(argv)
+    trees: list[tuple[str | None, str | None]] = [_tree(t) for t in args.tree or []] or [(None, None)]
     folder = args.keep or Path(tempfile.mkdtemp(prefix="forecourt-startup-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        env, key = prepare(args.forecourt, folder, args.vehicles, bytecode=not args.cold_bytecode)
+        prepared: Prepared = []
+        for label, source in trees:
+            home = folder / label if label else folder
+            home.mkdir(parents=True, exist_ok=True)
+            env, key = prepare(args.forecourt, home, args.vehicles, bytecode=not args.cold_bytecode, source=source)
+            prepared.append((label, env, key))
         wanted = set(args.only or [*ONE_SHOT, "mcp --stdio"])
-        summaries: list[dict[str, Any]] = []
-        for name, command in ONE_SHOT.items():
-            if name not in wanted:
-                continue
-            _run(args.forecourt, command, env)  # warm-up, untimed: bytecode cache and page cache
-            load = _load()
-            rows = []
-            for _ in range(args.repeat):
-                wall, cpu, _ = _run(args.forecourt, command, env)
-                rows.append({"command": name, "wall_s": wall, "cpu_s": cpu})
-                if not args.json_only:
-                    print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in rows[-1].items()}))
-            summaries.append({**_summary(name, rows, ("wall_s", "cpu_s")), "load": [load, _load()]})
+        summaries = _time_one_shot(args, prepared, wanted)
         if "mcp --stdio" in wanted:
-            stdio_env = {**env, "FORECOURT_MCP_TOKEN": key}
-            _stdio(args.forecourt, stdio_env, folder / "stdio.stderr")  # warm-up, untimed
-            load = _load()
-            rows = []
-            for _ in range(args.repeat):
-                rows.append({"command": "mcp --stdio", **_stdio(args.forecourt, stdio_env, folder / "stdio.stderr")})
-                if not args.json_only:
-                    print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in rows[-1].items()}))
-            fields = ("initialize_s", "cpu_at_initialize_s", "tools_list_s", "exit_s", "cpu_s")
-            summaries.append({**_summary("mcp --stdio", rows, fields), "load": [load, _load()]})
+            summaries += _time_stdio(args, prepared, folder)
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)
-    if not args.json_only:
-        print("summary (seconds: median / min; 1-minute load average before → after):")
-        for summary in summaries:
-            cells = [f"{k} {v['median']:.3f} / {v['min']:.3f}" for k, v in summary.items() if isinstance(v, dict)]
-            cells.append("load {} → {}".format(*summary["load"]))
-            print(f"  {summary['command']:<14} " + "  ".join(cells))
-    else:
-        print(json.dumps(summaries))
+    _report(summaries, json_only=args.json_only)
     return summaries
 
 

@@ -269,11 +269,14 @@ def test_a_one_shot_command_leaves_the_interpreters_exit_no_objects_to_collect(t
 
 
 @pytest.mark.slow
-def test_the_startup_benchmark_runs_and_reports_each_command_it_was_asked_for() -> None:
-    """Only that it runs: its timings are for docs/benchmarks.md, never asserted."""
+@pytest.mark.parametrize("trees", [[], ["a", "b"]], ids=["this-tree", "two-trees"])
+def test_the_startup_benchmark_runs_and_reports_each_command_it_was_asked_for(trees: list[str]) -> None:
+    """Only that it runs (and, given trees, reports each): its timings are for docs/benchmarks.md, never asserted."""
     only = ["--only", "keys list", "--only", "mcp --stdio"]
+    compared = [arg for label in trees for arg in ("--tree", f"{label}={ROOT / 'src'}")]
+    bench = [sys.executable, str(ROOT / "bench" / "startup.py"), "--repeat", "1", "--vehicles", "1", "--json-only"]
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "startup.py"), "--repeat", "1", "--vehicles", "1", *only, "--json-only"],
+        [*bench, *only, *compared],
         env={k: v for k, v in os.environ.items() if not k.startswith("FORECOURT_")},
         capture_output=True,
         text=True,
@@ -282,6 +285,8 @@ def test_the_startup_benchmark_runs_and_reports_each_command_it_was_asked_for() 
     )
     assert done.returncode == 0, done.stderr
     summaries = json.loads(done.stdout.strip().splitlines()[-1])
-    assert [(s["command"], s["runs"]) for s in summaries] == [("keys list", 1), ("mcp --stdio", 1)]
+    expected = [(command, label) for command in ("keys list", "mcp --stdio") for label in trees or [None]]
+    assert [(s["command"], s.get("tree")) for s in summaries] == expected
+    assert all(s["runs"] == 1 for s in summaries)
     assert {"wall_s", "cpu_s"} <= set(summaries[0])
-    assert {"initialize_s", "cpu_at_initialize_s", "tools_list_s", "exit_s", "cpu_s"} <= set(summaries[1])
+    assert {"initialize_s", "cpu_at_initialize_s", "tools_list_s", "exit_s", "cpu_s"} <= set(summaries[-1])
