@@ -38,6 +38,8 @@ sys.exit(code)
 
 TENANT_CHANGES = ("forecourt.actions.tenants_apply", "forecourt.domain.tenants_file")
 """What applies and validates changes to tenants (tenants files, members, rooftops): not what reads them."""
+ORM = ("sqlalchemy.orm", "sqlalchemy.ext.asyncio.session")
+"""SQLAlchemy's ORM, which the store does not use (it runs Core statements on the asyncio engine)."""
 
 
 def _loaded(stderr: str, *, packages: bool = True) -> set[str]:
@@ -75,7 +77,7 @@ def test_a_one_shot_command_runs_through_the_gateway_without_importing_optional_
     loaded = _loaded(done.stderr)
     assert "forecourt" in loaded
     assert sorted(loaded.intersection(OPTIONAL_HEAVY)) == []
-    assert sorted(_loaded(done.stderr, packages=False).intersection(TENANT_CHANGES)) == []
+    assert sorted(_loaded(done.stderr, packages=False).intersection((*TENANT_CHANGES, *ORM))) == []
 
 
 MCP_SERVER_STACK = ("mcp", "mcp_types", "starlette", "sse_starlette", "httpx", "anyio")
@@ -174,6 +176,37 @@ def test_a_command_named_on_the_command_line_is_built_alone_and_answers_as_the_w
     ):
         alone, whole = runner.invoke(app.only(argv) or app, argv), runner.invoke(app, argv)
         assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output), argv
+
+
+_ENGINE_THEN_SESSION = """
+import sys
+from forecourt.store import sa_asyncio
+import sqlalchemy.ext.asyncio as package
+before = ("sqlalchemy.orm" in sys.modules, sa_asyncio.finished(package))
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+after = ("sqlalchemy.orm" in sys.modules, sa_asyncio.finished(package))
+same = AsyncEngine is sa_asyncio.AsyncEngine and package.AsyncConnection is sa_asyncio.AsyncConnection
+print(before, after, same, AsyncSession.__module__, callable(async_sessionmaker))
+"""
+
+
+def test_the_store_loads_sqlalchemys_asyncio_engine_without_the_orm_and_the_package_whole_when_asked() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _ENGINE_THEN_SESSION],
+        env={k: v for k, v in os.environ.items() if not k.startswith("FORECOURT_")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [
+        *("(False,", "False)"),  # the engine alone
+        *("(True,", "True)"),  # AsyncSession asked for: the package's __init__ ran, the ORM with it
+        "True",  # the same classes either way
+        "sqlalchemy.ext.asyncio.session",
+        "True",
+    ]
 
 
 def _migrated(tmp_path: Path) -> str:

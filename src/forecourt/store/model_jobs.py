@@ -14,9 +14,9 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from forecourt.store.base import Store, UnitOfWork
+from forecourt.store.sa_asyncio import AsyncConnection
 from forecourt.store.sql.model_jobs_tables import model_jobs
 
 JOB_RESULT = "model.job"

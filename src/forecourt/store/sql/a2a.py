@@ -12,9 +12,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import SAWarning
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from forecourt import caching
+from forecourt.store.sa_asyncio import AsyncEngine
 
 if TYPE_CHECKING:
     from a2a.server.context import ServerCallContext

@@ -12,10 +12,10 @@ from typing import Any
 import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from forecourt import caching
 from forecourt.domain.events import ChangeEvent, ChangeType, ResourceType
+from forecourt.store.sa_asyncio import AsyncConnection
 from forecourt.store.sql.inline import InlineConnection
 from forecourt.store.sql.tables import UtcDateTime, outbox
 

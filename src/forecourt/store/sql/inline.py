@@ -27,8 +27,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import CursorResult
-from sqlalchemy.ext.asyncio import AsyncEngine
 
+from forecourt.store.sa_asyncio import AsyncEngine
 from forecourt.store.sql.engine import SQLITE_CACHE_KIB, SQLITE_MMAP_BYTES, json_loads, sqlite_file_path
 from forecourt.store.sql.prepared import DriverStatement, run_on_driver
 

@@ -23,8 +23,8 @@ import threading
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from forecourt.store.sa_asyncio import AsyncConnection
 from forecourt.store.sql.inline import InlineConnection
 
 logger = logging.getLogger(__name__)

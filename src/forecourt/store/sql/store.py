@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from forecourt.domain.vehicle import Vehicle
 from forecourt.store.audit_context import pending_audit
@@ -32,6 +31,7 @@ from forecourt.store.base import (
     UpstreamRepository,
     WorkflowRepository,
 )
+from forecourt.store.sa_asyncio import AsyncConnection, AsyncEngine
 from forecourt.store.sql.aap_tables import SqlAapRecordRepository
 from forecourt.store.sql.bulk import bulk_load
 from forecourt.store.sql.context import TxContext

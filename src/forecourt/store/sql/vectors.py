@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from forecourt.store.sa_asyncio import AsyncConnection
 from forecourt.store.sql.sqlite_vec import ensure_sqlite_vec
 from forecourt.store.sql.vector_tables import vector_records
 from forecourt.store.vectors import VectorRecord, VectorScope
