@@ -29,6 +29,11 @@ machine these medians hold still where end-to-end ratios do not.
 
     .venv/bin/python bench/cache_earnings.py --db /tmp/fcb/fc.db --workload fair --costs
     .venv/bin/python bench/cache_earnings.py --db /tmp/fcb/fc.db --workload mixed --each --rounds 5
+    .venv/bin/python bench/cache_earnings.py --db /tmp/fcb/fc.db --workload fair --wall --calls 3000
+
+``--wall`` prints, per window, the wall time and the loop thread's CPU per call and the share of the wall it was busy.
+``FORECOURT_CACHE_ENABLED`` and the other ``FORECOURT_*`` settings in the environment apply (the fair workload runs
+with the result cache off unless ``FORECOURT_CACHE_ENABLED=true`` is set).
 
 Without ``--db`` the data set is generated first in a temporary folder (about a minute and a half); ``--url`` runs
 on another database (PostgreSQL: ``postgresql+asyncpg://...``, the fair workload only), generated there once. Pin it
@@ -337,6 +342,8 @@ async def _measure(options: argparse.Namespace, key: str) -> dict[str, Any]:
         await app.run(stream.take(options.warm), options.concurrency)
         if options.costs:
             return {"workload": options.workload, "calls": options.calls, **await _costs(app, stream, options)}
+        if options.wall:
+            return {"workload": options.workload, "calls": options.calls, "windows": await _wall(app, stream, options)}
         before = _counts()
         base = await app.run(stream.take(options.calls), options.concurrency)
         rates = _rates(before, _counts())
@@ -351,6 +358,18 @@ async def _measure(options: argparse.Namespace, key: str) -> dict[str, Any]:
     finally:
         caching.enable_all()
         await app.stop()
+
+
+async def _wall(app: App, stream: Stream, options: argparse.Namespace) -> list[dict[str, float]]:
+    """Per window of ``--calls``: wall time and the event loop thread's CPU per call, and the share of the wall the
+    thread was busy (the rest: waiting with every call in flight parked, e.g. on the journal's fsync)."""
+    windows = []
+    for _ in range(options.rounds):
+        wall = time.perf_counter()
+        cpu = await app.run(stream.take(options.calls), options.concurrency)
+        wall = (time.perf_counter() - wall) / options.calls
+        windows.append({"wall_us": round(wall * 1e6, 1), "cpu_us": round(cpu * 1e6, 1), "busy": round(cpu / wall, 3)})
+    return windows
 
 
 async def _each(app: App, stream: Stream, options: argparse.Namespace, names: list[str]) -> dict[str, Any]:
@@ -391,6 +410,9 @@ def main() -> None:
     parser.add_argument("--costs", action="store_true", help="time each cache's misses, one call at a time")
     parser.add_argument("--sample", type=float, default=0.125, help="with --costs: share of hits timed as misses")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--wall", action="store_true", help="wall and CPU per call per window of --calls (--rounds windows)"
+    )
     parser.add_argument("--only", default="", help="with --each: only these caches (comma-separated)")
     parser.add_argument("--disable", default="", help="comma-separated cache names to disable for the whole run")
     options = parser.parse_args()
@@ -398,7 +420,9 @@ def main() -> None:
         os.environ.update(
             FORECOURT_AUDIT_JOURNAL_DIR=f"{folder}/journal",
             FORECOURT_API_KEY_PEPPER=PEPPER,
-            FORECOURT_CACHE_ENABLED="false" if options.workload == "fair" else "true",
+            FORECOURT_CACHE_ENABLED=os.environ.get(
+                "FORECOURT_CACHE_ENABLED", "false" if options.workload == "fair" else "true"
+            ),
             FORECOURT_LOG_LEVEL="WARNING",
             **{f"FORECOURT_RATE_{s}_PER_MINUTE": "1000000000" for s in ("COMPANY", "MEMBER", "ACTION", "ANONYMOUS")},
         )
