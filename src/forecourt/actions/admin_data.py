@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from forecourt.actions.admin_operator import operator_action
 from forecourt.actions.base import Action, AdapterResult, Catalogue, ExecutionContext
 from forecourt.errors import CompanyNotFound, Forbidden, InvalidParams
 from forecourt.store.base import Store
@@ -31,22 +32,7 @@ TenancyChanged = Callable[[tuple[str, ...]], Awaitable[None]]
 
 
 def _action(name: str, description: str, props: dict[str, Any], required: list[str], timeout_s: float) -> Action:
-    return Action(
-        name=name,
-        type="tool.run",
-        title=name,
-        description=description + " Operator only.",
-        input_schema={"type": "object", "properties": props, "required": required, "additionalProperties": False},
-        output_schema=None,
-        adapter=ADAPTER_ID,
-        scope="amcp:admin:write",
-        side_effect=True,
-        idempotent=False,
-        dealer_scoped=False,
-        domain="admin",
-        tags=("admin", "operator"),
-        timeout_s=timeout_s,
-    )
+    return operator_action(name, description, props, required, write=True, timeout_s=timeout_s, adapter=ADAPTER_ID)
 
 
 DATA_ACTIONS: list[Action] = [

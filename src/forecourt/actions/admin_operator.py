@@ -35,9 +35,17 @@ FEED_MAX_CHARACTERS = 1_400_000_000
 """The largest feed (base64) the command line sends: a 1 GiB file. Over HTTP the body limit comes first."""
 
 
-def _action(
-    name: str, description: str, props: dict[str, Any], required: list[str], *, write: bool, timeout_s: float = 60.0
+def operator_action(
+    name: str,
+    description: str,
+    props: dict[str, Any],
+    required: list[str],
+    *,
+    write: bool,
+    timeout_s: float = 60.0,
+    adapter: str = ADAPTER_ID,
 ) -> Action:
+    """An operator-only admin tool (``adapter`` runs it): a write is ``amcp:admin:write`` and not idempotent."""
     return Action(
         name=name,
         type="tool.run",
@@ -45,7 +53,7 @@ def _action(
         description=description + " Operator only.",
         input_schema={"type": "object", "properties": props, "required": required, "additionalProperties": False},
         output_schema=None,
-        adapter=ADAPTER_ID,
+        adapter=adapter,
         scope="amcp:admin:write" if write else "amcp:admin:read",
         side_effect=write,
         idempotent=not write,
@@ -57,7 +65,7 @@ def _action(
 
 
 OPERATOR_ACTIONS: list[Action] = [
-    _action(
+    operator_action(
         "admin.inventory.import",
         "Import an inventory feed (CSV or JSON, base64) into one rooftop; answers the import report.",
         {
@@ -72,7 +80,7 @@ OPERATOR_ACTIONS: list[Action] = [
         write=True,
         timeout_s=3600.0,
     ),
-    _action(
+    operator_action(
         "admin.inventory.feed.set",
         "Pull the rooftop's feed from a URL on an interval (checked against the SSRF guard now).",
         {
@@ -85,7 +93,7 @@ OPERATOR_ACTIONS: list[Action] = [
         ["dealership_id", "url"],
         write=True,
     ),
-    _action(
+    operator_action(
         "admin.inventory.feed.run",
         "Pull the rooftop's feed now (unless another replica is pulling it); answers the feed and its report.",
         {"dealership_id": _ID},
@@ -93,21 +101,21 @@ OPERATOR_ACTIONS: list[Action] = [
         write=True,
         timeout_s=3600.0,
     ),
-    _action(
+    operator_action(
         "admin.inventory.feed.remove",
         "Stop pulling the rooftop's feed.",
         {"dealership_id": _ID},
         ["dealership_id"],
         write=True,
     ),
-    _action(
+    operator_action(
         "admin.crm.endpoint.set",
         "Post every lead of the rooftop as ADF XML to this CRM endpoint (SSRF-checked now and before every post).",
         {"dealership_id": _ID, "url": {"type": "string", "minLength": 1, "maxLength": 2000}},
         ["dealership_id", "url"],
         write=True,
     ),
-    _action(
+    operator_action(
         "admin.crm.mail.set",
         "E-mail every lead of the rooftop as ADF to its CRM lead inboxes (the password only by reference).",
         {
@@ -129,28 +137,28 @@ OPERATOR_ACTIONS: list[Action] = [
         ["dealership_id", "recipients", "host", "sender"],
         write=True,
     ),
-    _action(
+    operator_action(
         "admin.crm.mail.show",
         "The rooftop's e-mail route (the password only as where it is read from).",
         {"dealership_id": _ID},
         ["dealership_id"],
         write=False,
     ),
-    _action(
+    operator_action(
         "admin.crm.mail.remove",
         "Stop e-mailing the rooftop's leads (deliveries already queued are still attempted).",
         {"dealership_id": _ID},
         ["dealership_id"],
         write=True,
     ),
-    _action(
+    operator_action(
         "admin.leads.adf",
         "A lead as ADF 1.0 XML, as the rooftop's CRM receives it (a read of customer data).",
         {"lead_id": _ID, "dealership_id": _ID},
         ["lead_id"],
         write=False,
     ),
-    _action(
+    operator_action(
         "admin.queries.install_examples",
         "Define the shipped example named queries for a company (existing ids are kept).",
         {"company_id": _ID},
