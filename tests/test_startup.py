@@ -40,6 +40,8 @@ TENANT_CHANGES = ("forecourt.actions.tenants_apply", "forecourt.domain.tenants_f
 """What applies and validates changes to tenants (tenants files, members, rooftops): not what reads them."""
 ORM = ("sqlalchemy.orm", "sqlalchemy.ext.asyncio.session")
 """SQLAlchemy's ORM, which the store does not use (it runs Core statements on the asyncio engine)."""
+POSTGRESQL_DIALECT = ("sqlalchemy.dialects.postgresql.base", "sqlalchemy.dialects.postgresql.asyncpg")
+"""What runs PostgreSQL, which a command on SQLite does not need (its tables' PostgreSQL column types aside)."""
 
 
 def _loaded(stderr: str, *, packages: bool = True) -> set[str]:
@@ -77,7 +79,8 @@ def test_a_one_shot_command_runs_through_the_gateway_without_importing_optional_
     loaded = _loaded(done.stderr)
     assert "forecourt" in loaded
     assert sorted(loaded.intersection(OPTIONAL_HEAVY)) == []
-    assert sorted(_loaded(done.stderr, packages=False).intersection((*TENANT_CHANGES, *ORM))) == []
+    not_needed = (*TENANT_CHANGES, *ORM, *POSTGRESQL_DIALECT)
+    assert sorted(_loaded(done.stderr, packages=False).intersection(not_needed)) == []
 
 
 MCP_SERVER_STACK = ("mcp", "mcp_types", "starlette", "sse_starlette", "httpx", "anyio")
@@ -206,6 +209,40 @@ def test_the_store_loads_sqlalchemys_asyncio_engine_without_the_orm_and_the_pack
         "True",  # the same classes either way
         "sqlalchemy.ext.asyncio.session",
         "True",
+    ]
+
+
+_TYPES_THEN_DIALECT = """
+import sys
+import forecourt.store
+from forecourt.store.sa_partial import finished
+from forecourt.store.sa_postgresql import postgresql
+from sqlalchemy.dialects.postgresql import json
+before = ("sqlalchemy.dialects.postgresql.base" in sys.modules, finished(postgresql), postgresql.JSONB is json.JSONB)
+from forecourt.store.sql.engine import create_engine
+engine = create_engine("postgresql+asyncpg://forecourt@localhost/never-connected")
+after = ("sqlalchemy.dialects.postgresql.base" in sys.modules, finished(postgresql))
+from sqlalchemy.dialects.postgresql import JSONB, insert
+print(before, after, engine.dialect.name, engine.dialect.driver, JSONB is json.JSONB, insert.__module__)
+"""
+
+
+def test_the_store_loads_postgresqls_column_types_alone_and_the_dialect_when_an_engine_needs_it() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _TYPES_THEN_DIALECT],
+        env={k: v for k, v in os.environ.items() if not k.startswith("FORECOURT_")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [
+        *("(False,", "False,", "True)"),  # the JSONB and ARRAY types alone
+        *("(True,", "True)"),  # a PostgreSQL engine: the package's __init__ ran, the dialect with it
+        *("postgresql", "asyncpg"),
+        "True",  # the same classes either way
+        "sqlalchemy.dialects.postgresql.dml",
     ]
 
 

@@ -11,10 +11,11 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 
 from forecourt.domain.vehicle import Vehicle
 from forecourt.errors import InvalidParams
+from forecourt.store.sa_postgresql import postgresql
 from forecourt.store.sql.inventory import vehicle_row
 from forecourt.store.sql.tables import vehicles as vehicles_table
 

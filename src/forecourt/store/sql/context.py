@@ -11,11 +11,12 @@ from typing import Any
 
 import sqlalchemy as sa
 from pydantic import BaseModel
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 
 from forecourt import caching
 from forecourt.domain.events import ChangeEvent, ChangeType, ResourceType
 from forecourt.store.sa_asyncio import AsyncConnection
+from forecourt.store.sa_postgresql import postgresql
 from forecourt.store.sql.inline import InlineConnection
 from forecourt.store.sql.tables import UtcDateTime, outbox
 

@@ -16,13 +16,13 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 
 from forecourt import caching
 from forecourt.domain.events import ChangeEvent, ChangeType, ResourceType, change_of
 from forecourt.domain.timeutil import utcnow
 from forecourt.domain.vehicle import Vehicle, VehicleStatus
 from forecourt.store.sa_asyncio import AsyncConnection
+from forecourt.store.sa_postgresql import postgresql
 from forecourt.store.sql import search
 from forecourt.store.sql.context import TxContext, new_id
 from forecourt.store.sql.tables import outbox, vehicles

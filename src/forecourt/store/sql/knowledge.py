@@ -19,9 +19,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 
 from forecourt.domain.knowledge import ChunkFilter, ChunkRow, from_blob, to_blob
+from forecourt.store.sa_postgresql import postgresql
 from forecourt.store.sql.context import TxContext
 from forecourt.store.sql.knowledge_tables import (
     embedding_cache,

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 
+from forecourt.store.sa_postgresql import postgresql
 from forecourt.store.sql.tables import JSONType, UtcDateTime, metadata
 
 VectorType: sa.types.TypeEngine[Any] = sa.LargeBinary().with_variant(postgresql.ARRAY(sa.REAL()), "postgresql")

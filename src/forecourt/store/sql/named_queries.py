@@ -7,9 +7,10 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 
 from forecourt.domain.named_queries import NamedQuery, QueryRows
+from forecourt.store.sa_postgresql import postgresql
 from forecourt.store.sql.context import TxContext
 from forecourt.store.sql.knowledge_tables import named_queries
 from forecourt.store.sql.query_compiler import compile_query

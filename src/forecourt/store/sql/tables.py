@@ -11,8 +11,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
+
+from forecourt.store.sa_postgresql import postgresql
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",

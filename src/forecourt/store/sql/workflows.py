@@ -10,11 +10,12 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.exc import IntegrityError
 
 from forecourt.domain.workflows import DefinitionRecord, RunRecord
 from forecourt.errors import Conflict
+from forecourt.store.sa_postgresql import postgresql
 from forecourt.store.sql.context import TxContext
 from forecourt.store.sql.workflow_tables import workflow_definitions, workflow_rotations, workflow_runs
 
