@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from functools import cache
 from typing import TYPE_CHECKING
+
+from forecourt import caching
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -26,7 +27,7 @@ MAX_LOADED = 50
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-@cache
+@caching.once
 def find_tools_tool() -> types.Tool:
     """The ``find_tools`` tool definition (built on first use: a listing of tool names needs no MCP types)."""
     import mcp_types as types
