@@ -50,6 +50,20 @@ def _loaded(stderr: str, *, packages: bool = True) -> set[str]:
     return {n.split(".")[0] for n in names} if packages else set(names)
 
 
+def _python(code: str, *args: str, env: dict[str, str] | None = None) -> str:
+    """The stdout of ``python -c code args`` in a fresh interpreter (no ``FORECOURT_*`` settings unless ``env``)."""
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env=env if env is not None else {k: v for k, v in os.environ.items() if not k.startswith("FORECOURT_")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def _env(db: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FORECOURT_")}
     env["FORECOURT_DATABASE_URL"] = f"sqlite+aiosqlite:///{db}"
@@ -135,16 +149,8 @@ def test_loading_the_cli_sets_off_no_collection_and_leaves_the_collector_as_it_f
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORECOURT_", "PYTHONDONTWRITEBYTECODE"))}
     env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
     for _ in range(2):
-        done = subprocess.run(
-            [sys.executable, "-c", _IMPORT_AND_COUNT_COLLECTIONS, collector],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-    collections, enabled, frozen = done.stdout.split()
+        out = _python(_IMPORT_AND_COUNT_COLLECTIONS, collector, env=env)
+    collections, enabled, frozen = out.split()
     assert int(collections) == 0
     assert enabled == str(enabled_after)
     assert int(frozen) == 0  # what loading built is in the oldest generation, not frozen
@@ -194,16 +200,7 @@ print(before, after, same, AsyncSession.__module__, callable(async_sessionmaker)
 
 
 def test_the_store_loads_sqlalchemys_asyncio_engine_without_the_orm_and_the_package_whole_when_asked() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", _ENGINE_THEN_SESSION],
-        env={k: v for k, v in os.environ.items() if not k.startswith("FORECOURT_")},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == [
+    assert _python(_ENGINE_THEN_SESSION).split() == [
         *("(False,", "False)"),  # the engine alone
         *("(True,", "True)"),  # AsyncSession asked for: the package's __init__ ran, the ORM with it
         "True",  # the same classes either way
@@ -228,16 +225,7 @@ print(before, after, engine.dialect.name, engine.dialect.driver, JSONB is json.J
 
 
 def test_the_store_loads_postgresqls_column_types_alone_and_the_dialect_when_an_engine_needs_it() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", _TYPES_THEN_DIALECT],
-        env={k: v for k, v in os.environ.items() if not k.startswith("FORECOURT_")},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == [
+    assert _python(_TYPES_THEN_DIALECT).split() == [
         *("(False,", "False,", "True)"),  # the JSONB and ARRAY types alone
         *("(True,", "True)"),  # a PostgreSQL engine: the package's __init__ ran, the dialect with it
         *("postgresql", "asyncpg"),
